@@ -3,11 +3,18 @@
 //! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`].
 //! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`].
 
+pub mod args;
+pub mod config;
+pub mod env;
 pub mod error;
+pub mod ipam;
 pub mod mac;
 pub mod netlink;
 pub mod netns;
+pub mod result;
+pub mod skel;
 pub mod state;
 pub mod sysctl;
+pub mod version;
 
 pub use error::{Code, Context, Error, Result};

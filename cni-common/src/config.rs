@@ -1,0 +1,254 @@
+//! The network configuration a plugin receives on stdin, with the plugin's own fields typed.
+//!
+//! `NetConf<T>` holds the fields the spec defines and flattens the plugin's struct `T` into the
+//! same object, so a plugin reads `conf.plugin.mtu` rather than looking keys up in a map.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::args::CniArgs;
+use crate::error::{Error, Result};
+use crate::mac::MacAddr;
+use crate::result::Dns;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetConf<T> {
+    #[serde(default)]
+    pub cni_version: String,
+    #[serde(default)]
+    pub cni_versions: Vec<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "type")]
+    pub plugin_type: String,
+    /// Runtimes keep this in the config (libcni does not strip it); plugins only tolerate it.
+    #[serde(default)]
+    pub capabilities: BTreeMap<String, bool>,
+    #[serde(default)]
+    pub ipam: Option<IpamConf>,
+    #[serde(default)]
+    pub dns: Option<Dns>,
+    #[serde(default)]
+    pub runtime_config: RuntimeConfig,
+    #[serde(default)]
+    pub args: Option<ConfArgs>,
+    /// Kept raw: it is parsed in the config's version once that is known.
+    #[serde(default)]
+    pub prev_result: Option<Value>,
+    /// GC's list of attachments to keep; spec 1.1.0 named the key `cni.dev/attachments`.
+    #[serde(default, rename = "cni.dev/valid-attachments")]
+    pub valid_attachments: Option<Vec<Attachment>>,
+    #[serde(default, rename = "cni.dev/attachments")]
+    pub attachments: Option<Vec<Attachment>>,
+    #[serde(flatten)]
+    pub plugin: T,
+}
+
+/// `ipam`: only `type` matters to us; the delegate reads the whole config itself.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct IpamConf {
+    #[serde(default, rename = "type")]
+    pub ipam_type: String,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// Capability arguments (CONVENTIONS.md plus what Multus sends).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeConfig {
+    #[serde(default)]
+    pub mac: Option<String>,
+    #[serde(default)]
+    pub ips: Vec<String>,
+    #[serde(default, rename = "deviceID")]
+    pub device_id: Option<String>,
+    #[serde(default)]
+    pub port_mappings: Option<Value>,
+    #[serde(default)]
+    pub bandwidth: Option<Value>,
+    #[serde(default, rename = "infinibandGUID")]
+    pub infiniband_guid: Option<String>,
+    #[serde(default, rename = "CNIDeviceInfoFile")]
+    pub cni_device_info_file: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `args`: the spec reserves the `cni` namespace; other namespaces are ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfArgs {
+    #[serde(default)]
+    pub cni: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    pub ifname: String,
+}
+
+impl<T: DeserializeOwned> NetConf<T> {
+    /// Decodes stdin; a type mismatch is a decoding error (code 6) that names the problem.
+    pub fn parse(stdin: &[u8]) -> Result<NetConf<T>> {
+        serde_json::from_slice(stdin)
+            .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))
+    }
+}
+
+impl<T> NetConf<T> {
+    /// The IPAM plugin to delegate to, if any (`"ipam": {}` means none).
+    pub fn ipam_type(&self) -> Option<&str> {
+        self.ipam
+            .as_ref()
+            .map(|i| i.ipam_type.as_str())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// `args.cni.<key>`, when present.
+    pub fn arg(&self, key: &str) -> Option<&Value> {
+        self.args.as_ref().and_then(|a| a.cni.get(key))
+    }
+
+    /// `args.cni.<key>` decoded as `V`; a value of the wrong type is an invalid config.
+    pub fn arg_as<V: DeserializeOwned>(&self, key: &str) -> Result<Option<V>> {
+        self.arg(key)
+            .map(|v| {
+                serde_json::from_value(v.clone())
+                    .map_err(|e| Error::invalid_config(format!("args.cni.{key}: {e}")))
+            })
+            .transpose()
+    }
+
+    /// The attachments GC must keep, from either key name.
+    pub fn gc_valid_attachments(&self) -> &[Attachment] {
+        self.valid_attachments
+            .as_deref()
+            .or(self.attachments.as_deref())
+            .unwrap_or(&[])
+    }
+
+    /// The MAC requested through `runtimeConfig.mac` (the `mac` capability).
+    pub fn runtime_config_mac(&self) -> Result<Option<MacAddr>> {
+        parse_mac_field("runtimeConfig.mac", self.runtime_config.mac.as_deref())
+    }
+
+    /// The MAC requested through `args.cni.mac`.
+    pub fn args_mac(&self) -> Result<Option<MacAddr>> {
+        let mac: Option<String> = self.arg_as("mac")?;
+        parse_mac_field("args.cni.mac", mac.as_deref())
+    }
+}
+
+/// The MAC requested through CNI_ARGS `MAC` (CRI-O and Multus send it).
+pub fn cni_args_mac(args: &CniArgs) -> Result<Option<MacAddr>> {
+    parse_mac_field("CNI_ARGS MAC", args.get("MAC"))
+}
+
+/// Parses an optional MAC, naming where it came from when it is invalid; empty means unset.
+pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAddr>> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(s) => MacAddr::parse(s)
+            .map(Some)
+            .map_err(|e| Error::invalid_config(format!("{field}: {}", e.msg()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Code;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    struct Plugin {
+        #[serde(default)]
+        mtu: Option<u32>,
+        #[serde(default)]
+        bridge: Option<String>,
+    }
+
+    #[test]
+    fn plugin_fields_are_flattened_next_to_spec_fields() {
+        let raw = json!({
+            "cniVersion": "1.0.0", "name": "n", "type": "bridge",
+            "bridge": "br1", "mtu": 1400,
+            "capabilities": {"mac": true},
+            "runtimeConfig": {"mac": "c2:11:22:33:44:55", "io.kubernetes.cri.pod-annotations": {}},
+            "args": {"cni": {"mac": "c2:11:22:33:44:66"}},
+            "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"},
+            "somethingUnknown": [1, 2]
+        });
+        let c: NetConf<Plugin> = NetConf::parse(raw.to_string().as_bytes()).expect("parses");
+        assert_eq!(c.plugin.mtu, Some(1400));
+        assert_eq!(c.plugin.bridge.as_deref(), Some("br1"));
+        assert_eq!(c.ipam_type(), Some("host-local"));
+        assert_eq!(
+            c.runtime_config_mac()
+                .expect("ok")
+                .map(|m| m.to_string())
+                .as_deref(),
+            Some("c2:11:22:33:44:55")
+        );
+        assert_eq!(
+            c.args_mac().expect("ok").map(|m| m.to_string()).as_deref(),
+            Some("c2:11:22:33:44:66")
+        );
+    }
+
+    #[test]
+    fn missing_version_and_empty_ipam_mean_0_1_0_and_no_ipam() {
+        let c: NetConf<Plugin> = NetConf::parse(br#"{"name":"n","ipam":{}}"#).expect("parses");
+        assert_eq!(c.cni_version, "");
+        assert_eq!(c.ipam_type(), None);
+    }
+
+    #[test]
+    fn wrong_types_are_decoding_errors() {
+        for bad in [
+            r#"{"name":"n","mtu":"big"}"#,
+            r#"{"name":"n","mtu":-1}"#,
+            r#"{"name":"n","mtu":99999999999999999999}"#,
+            r#"{"name":5}"#,
+            r#"{"name":"n","cniVersion":1.0}"#,
+        ] {
+            let e = NetConf::<Plugin>::parse(bad.as_bytes()).expect_err(bad);
+            assert_eq!(e.code(), Code::Decoding, "{bad}");
+        }
+    }
+
+    #[test]
+    fn gc_reads_either_attachment_key() {
+        let new: NetConf<Plugin> = NetConf::parse(
+            br#"{"name":"n","cni.dev/valid-attachments":[{"containerID":"a","ifname":"eth0"}]}"#,
+        )
+        .expect("parses");
+        assert_eq!(new.gc_valid_attachments().len(), 1);
+        let old: NetConf<Plugin> = NetConf::parse(
+            br#"{"name":"n","cni.dev/attachments":[{"containerID":"a","ifname":"eth0"}]}"#,
+        )
+        .expect("parses");
+        assert_eq!(old.gc_valid_attachments()[0].container_id, "a");
+    }
+
+    #[test]
+    fn invalid_macs_name_their_source() {
+        let c: NetConf<Plugin> =
+            NetConf::parse(br#"{"name":"n","runtimeConfig":{"mac":"zz"}}"#).expect("parses");
+        let e = c.runtime_config_mac().expect_err("bad mac");
+        assert_eq!(e.code(), Code::InvalidConfig);
+        assert!(e.msg().starts_with("runtimeConfig.mac"), "{}", e.msg());
+        let args = CniArgs::parse("MAC=01:02").expect("ok");
+        assert!(cni_args_mac(&args)
+            .expect_err("bad")
+            .msg()
+            .contains("CNI_ARGS MAC"));
+    }
+}

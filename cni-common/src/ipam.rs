@@ -1,0 +1,208 @@
+//! Delegation to an IPAM plugin found on CNI_PATH (spec section 4).
+//!
+//! The delegate gets the same environment and the whole config, with only CNI_COMMAND changed.
+//! After a successful ADD the caller holds a [`Lease`]: dropping it without [`Lease::commit`]
+//! releases the address again, so a failed ADD leaves no reservation behind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+
+use serde_json::Value;
+
+use crate::error::{Code, Error, Result};
+use crate::result::CniResult;
+use crate::skel::Request;
+use crate::version::Command;
+
+/// Finds `plugin` as a regular file in `path`, as libcni's FindInPath does.
+pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
+    if plugin.is_empty() {
+        return Err(Error::invalid_config("no IPAM plugin name provided"));
+    }
+    if plugin.contains('/') || plugin == "." || plugin == ".." {
+        return Err(Error::invalid_config(format!(
+            "invalid IPAM plugin name {plugin:?}: must be a file name on CNI_PATH"
+        )));
+    }
+    if path.is_empty() {
+        return Err(Error::invalid_env(format!(
+            "CNI_PATH is empty: cannot find IPAM plugin {plugin:?}"
+        )));
+    }
+    path.iter()
+        .map(|dir| dir.join(plugin))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            Error::new(
+                Code::Ipam,
+                format!("failed to find IPAM plugin {plugin:?} in path {path:?}"),
+            )
+        })
+}
+
+/// Runs the delegate for `verb` with the request's environment and config.
+fn exec<C>(ipam_type: &str, verb: Command, req: &Request<C>) -> Result<String> {
+    let binary = find_in_path(ipam_type, &req.cmd.path)?;
+    run_delegate(&binary, verb, req)
+        .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} {}", verb.as_str())))
+}
+
+fn run_delegate<C>(binary: &Path, verb: Command, req: &Request<C>) -> Result<String> {
+    let cni_args = req
+        .cmd
+        .args
+        .pairs()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";");
+    let cni_path = std::env::join_paths(&req.cmd.path)
+        .map_err(|e| Error::invalid_env(format!("CNI_PATH: {e}")))?;
+    let mut child = Process::new(binary)
+        .env("CNI_COMMAND", verb.as_str())
+        .env("CNI_CONTAINERID", &req.cmd.container_id)
+        .env("CNI_NETNS", &req.cmd.netns)
+        .env("CNI_IFNAME", &req.cmd.ifname)
+        .env("CNI_ARGS", cni_args)
+        .env("CNI_PATH", cni_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::new(Code::Ipam, format!("starting {}: {e}", binary.display())))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A delegate that exits without reading its stdin closes the pipe; its exit status and
+        // stdout tell what happened, so a write error here is not the interesting one.
+        let _ = stdin.write_all(&req.stdin);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::new(Code::Ipam, format!("waiting for {}: {e}", binary.display())))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        return Ok(stdout);
+    }
+    Err(delegate_error(
+        &stdout,
+        &String::from_utf8_lossy(&out.stderr),
+    ))
+}
+
+/// A failed delegate's error object keeps its own code; anything else becomes code 101.
+fn delegate_error(stdout: &str, stderr: &str) -> Error {
+    if let Ok(v) = serde_json::from_str::<Value>(stdout) {
+        if let (Some(code), Some(msg)) = (v.get("code").and_then(Value::as_u64), v.get("msg")) {
+            let msg = msg.as_str().unwrap_or_default();
+            let mut e = Error::new(Code::from_u32(u32::try_from(code).unwrap_or(101)), msg);
+            if let Some(d) = v
+                .get("details")
+                .and_then(Value::as_str)
+                .filter(|d| !d.is_empty())
+            {
+                e = e.with_details(d);
+            }
+            return e;
+        }
+    }
+    let text = if stderr.trim().is_empty() {
+        stdout
+    } else {
+        stderr
+    };
+    Error::new(
+        Code::Ipam,
+        format!("failed without an error object: {}", text.trim()),
+    )
+}
+
+/// IPAM ADD. The returned lease releases the address when dropped uncommitted.
+pub fn exec_add<'r, C>(ipam_type: &str, req: &'r Request<C>) -> Result<(CniResult, Lease<'r, C>)> {
+    let stdout = exec(ipam_type, Command::Add, req)?;
+    let lease = Lease {
+        ipam_type: ipam_type.to_string(),
+        req,
+        committed: false,
+    };
+    let value: Value = serde_json::from_str(&stdout).map_err(|e| {
+        Error::new(
+            Code::Ipam,
+            format!("IPAM plugin {ipam_type:?} printed an invalid result: {e}"),
+        )
+    })?;
+    let result = CniResult::from_value(&value, req.version)
+        .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} result")))?;
+    Ok((result, lease))
+}
+
+pub fn exec_del<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    exec(ipam_type, Command::Del, req).map(drop)
+}
+
+pub fn exec_check<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    exec(ipam_type, Command::Check, req).map(drop)
+}
+
+pub fn exec_status<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    exec(ipam_type, Command::Status, req).map(drop)
+}
+
+pub fn exec_gc<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    exec(ipam_type, Command::Gc, req).map(drop)
+}
+
+/// An address reserved by IPAM ADD during this call.
+pub struct Lease<'r, C> {
+    ipam_type: String,
+    req: &'r Request<C>,
+    committed: bool,
+}
+
+impl<C> Lease<'_, C> {
+    /// The ADD succeeded: keep the address.
+    pub fn commit(mut self) {
+        self.committed = true;
+    }
+}
+
+impl<C> Drop for Lease<'_, C> {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        if let Err(e) = exec_del(&self.ipam_type, self.req) {
+            eprintln!("rollback: releasing the IPAM lease failed: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_in_path_refuses_names_with_a_path() {
+        let path = vec![PathBuf::from("/usr/lib/cni")];
+        for bad in ["", "../host-local", "/bin/sh", ".."] {
+            assert!(find_in_path(bad, &path).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn find_in_path_reports_a_missing_plugin_with_the_path() {
+        let dir = std::env::temp_dir();
+        let e = find_in_path("no-such-ipam-plugin", &[dir]).expect_err("missing");
+        assert_eq!(e.code(), Code::Ipam);
+        assert!(e.msg().contains("no-such-ipam-plugin"));
+    }
+
+    #[test]
+    fn delegate_error_objects_keep_their_code() {
+        let e = delegate_error(r#"{"code":11,"msg":"busy","details":"retry"}"#, "");
+        assert_eq!(e.code(), Code::TryAgainLater);
+        assert_eq!(e.details(), Some("retry"));
+        let e = delegate_error("", "panic: boom\n");
+        assert_eq!(e.code(), Code::Ipam);
+        assert!(e.msg().contains("panic: boom"));
+    }
+}
