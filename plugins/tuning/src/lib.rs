@@ -1,0 +1,348 @@
+//! The tuning meta-plugin: chained after a plugin that created CNI_IFNAME, it sets sysctls and
+//! link attributes, and DEL puts back every value it replaced, sysctls included.
+
+pub mod allowlist;
+pub mod backup;
+pub mod config;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cni_common::netlink::{Link, Netlink};
+use cni_common::netns::NetNs;
+use cni_common::result::CniResult;
+use cni_common::skel::{Plugin, Request};
+use cni_common::state::{attachment_file_name, StateDir};
+use cni_common::sysctl::{sysctl_read, sysctl_write};
+use cni_common::{Code, Context, Error, Result};
+
+use crate::allowlist::{Allowlist, ALLOWLIST_PATH};
+use crate::backup::Backup;
+use crate::config::{Settings, TuningConf, DEFAULT_DATA_DIR};
+
+pub const ABOUT: &str = concat!(
+    "tuning CNI plugin ",
+    env!("CARGO_PKG_VERSION"),
+    " (CNI spec 0.1.0 to 1.1.0): chained; sets sysctls, mac, mtu, promisc, allmulti, txQLen"
+);
+
+pub struct Tuning;
+
+impl Plugin for Tuning {
+    type Config = TuningConf;
+
+    fn add(&self, req: &Request<TuningConf>) -> Result<CniResult> {
+        let prev = req.require_prev_result()?;
+        let settings = settings(req)?;
+        let ns = req.open_netns()?;
+        let nl = Netlink::in_netns(&ns)?;
+        let link = container_link(&nl, &req.cmd.ifname)?;
+
+        if settings.touches_link() || !settings.sysctls.is_empty() {
+            let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
+            let originals = ns.run(|| read_sysctls(&paths))?;
+            let store = StateDir::new(&settings.data_dir);
+            let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
+            let mut backup = Backup::capture(&settings, &link, originals);
+            if let Some(earlier) = store.read::<Backup>(&file).ok().flatten() {
+                backup = backup.keep_originals_from(earlier);
+            }
+            backup.container_id = Some(req.cmd.container_id.clone());
+            backup.ifname = Some(req.cmd.ifname.clone());
+            backup.network = Some(req.conf.name.clone());
+            // Saved before the first change, so a crash part-way is still undone by DEL.
+            store
+                .write(&file, &backup)
+                .context("saving the values to restore")?;
+            if let Err(e) = apply(&ns, &nl, &link, &settings) {
+                let leftovers = restore(&ns, &nl, link.index, &backup);
+                report("rollback", &leftovers);
+                if leftovers.is_empty() {
+                    let _ = store.remove(&file);
+                }
+                return Err(e);
+            }
+        }
+
+        let mut result = prev.clone();
+        if let Some(mac) = settings.mac {
+            for iface in result.interfaces.iter_mut().filter(|i| {
+                i.name == req.cmd.ifname && (i.sandbox.is_empty() || i.sandbox == req.cmd.netns)
+            }) {
+                iface.mac = mac.to_string();
+            }
+        }
+        Ok(result)
+    }
+
+    /// Restores what ADD changed. Never fails for what is already gone: no state, no netns, no
+    /// link. A restore the kernel refuses is reported on stderr and the state kept for GC,
+    /// because a failing DEL would stop the runtime from deleting the rest of the chain.
+    fn del(&self, req: &Request<TuningConf>) -> Result<()> {
+        let store = StateDir::new(data_dir(&req.conf.plugin));
+        let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
+        let Some(backup) = store.read::<Backup>(&file).ok().flatten() else {
+            return store.remove(&file);
+        };
+        let Some(ns) = req.open_netns_if_exists()? else {
+            // The namespace and everything in it is gone: nothing left to restore.
+            return store.remove(&file);
+        };
+        let nl = Netlink::in_netns(&ns)?;
+        let Some(link) = nl.link_show(&req.cmd.ifname)? else {
+            // The interface went with its creator's DEL; namespace-wide sysctls still restore.
+            let errors = restore_sysctls(&ns, &backup.sysctl);
+            report("DEL", &errors);
+            return store.remove(&file);
+        };
+        let errors = restore(&ns, &nl, link.index, &backup);
+        report("DEL", &errors);
+        if errors.is_empty() {
+            store.remove(&file)?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, req: &Request<TuningConf>) -> Result<()> {
+        let prev = req.require_prev_result()?;
+        let settings = settings(req)?;
+        let ns = req.open_netns()?;
+        let nl = Netlink::in_netns(&ns)?;
+        let link = container_link(&nl, &req.cmd.ifname)?;
+
+        let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
+        let current = ns.run(|| read_sysctls(&paths))?;
+        for s in &settings.sysctls {
+            let now = current.get(&s.path).map(String::as_str).unwrap_or_default();
+            if now != s.value.trim() {
+                return Err(mismatch(format!(
+                    "sysctl {} is {now:?}, configured {:?}",
+                    s.key, s.value
+                )));
+            }
+        }
+        if let Some(mac) = settings.mac {
+            if link.mac != Some(mac) {
+                return Err(mismatch(format!(
+                    "{} has mac {:?}, configured {mac}",
+                    link.name,
+                    link.mac.map(|m| m.to_string())
+                )));
+            }
+        }
+        if let Some(iface) = prev
+            .interfaces
+            .iter()
+            .find(|i| i.name == req.cmd.ifname && !i.mac.is_empty())
+        {
+            let listed = cni_common::mac::MacAddr::parse(&iface.mac).ok();
+            if listed != link.mac {
+                return Err(mismatch(format!(
+                    "{} has mac {:?}, prevResult lists {}",
+                    link.name,
+                    link.mac.map(|m| m.to_string()),
+                    iface.mac
+                )));
+            }
+        }
+        if let Some(mtu) = settings.mtu.filter(|m| *m != link.mtu) {
+            return Err(mismatch(format!(
+                "{} has mtu {}, configured {mtu}",
+                link.name, link.mtu
+            )));
+        }
+        // Only what this plugin sets is verified: promisc=false means "leave it", not "must be off".
+        if settings.promisc && !link.promisc {
+            return Err(mismatch(format!("{} is not promiscuous", link.name)));
+        }
+        if let Some(on) = settings.allmulti.filter(|on| *on != link.allmulti) {
+            return Err(mismatch(format!(
+                "{} has allmulticast {}, configured {on}",
+                link.name, link.allmulti
+            )));
+        }
+        if let Some(len) = settings.tx_qlen.filter(|l| *l != link.txqlen) {
+            return Err(mismatch(format!(
+                "{} has txqueuelen {}, configured {len}",
+                link.name, link.txqlen
+            )));
+        }
+        Ok(())
+    }
+
+    /// Ready when the state directory can be written: ADD cannot save what it replaces otherwise.
+    fn status(&self, req: &Request<TuningConf>) -> Result<()> {
+        let dir = data_dir(&req.conf.plugin);
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| {
+                nix::unistd::access(dir.as_path(), nix::unistd::AccessFlags::W_OK)
+                    .map_err(std::io::Error::from)
+            })
+            .map_err(|e| {
+                Error::new(
+                    Code::NotAvailable,
+                    format!("state directory {} is not writable: {e}", dir.display()),
+                )
+            })
+    }
+
+    /// Forgets the saved state of this network's attachments that the runtime no longer has.
+    fn gc(&self, req: &Request<TuningConf>) -> Result<()> {
+        let store = StateDir::new(data_dir(&req.conf.plugin));
+        let valid = req.conf.gc_valid_attachments();
+        let mut errors = Vec::new();
+        for name in store.list()? {
+            let backup = match store.read::<Backup>(&name) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                Err(e) => {
+                    errors.push(e.context(&name));
+                    continue;
+                }
+            };
+            // Only this network's records: other networks share the directory.
+            if backup.network.as_deref() != Some(req.conf.name.as_str()) {
+                continue;
+            }
+            let kept = valid.iter().any(|a| {
+                Some(&a.container_id) == backup.container_id.as_ref()
+                    && Some(&a.ifname) == backup.ifname.as_ref()
+            });
+            if !kept {
+                if let Err(e) = store.remove(&name) {
+                    errors.push(e);
+                }
+            }
+        }
+        first_error("GC", errors)
+    }
+}
+
+fn data_dir(conf: &TuningConf) -> std::path::PathBuf {
+    conf.data_dir.as_deref().unwrap_or(DEFAULT_DATA_DIR).into()
+}
+
+fn settings(req: &Request<TuningConf>) -> Result<Settings> {
+    let has_sysctls = !req.conf.plugin.sysctl.is_empty() || req.conf.arg("sysctl").is_some();
+    let allowlist = if has_sysctls {
+        Allowlist::load(Path::new(ALLOWLIST_PATH))?
+    } else {
+        Allowlist::none()
+    };
+    Settings::resolve(req, &allowlist)
+}
+
+fn container_link(nl: &Netlink, ifname: &str) -> Result<Link> {
+    nl.link_show(ifname)?.ok_or_else(|| {
+        Error::system(format!(
+            "interface {ifname} does not exist in the container namespace"
+        ))
+    })
+}
+
+fn mismatch(msg: String) -> Error {
+    Error::system(format!("CHECK: {msg}"))
+}
+
+/// Current values of sysctls, read on a thread inside the namespace. A missing file is an error:
+/// it would be one on write too, and nothing has changed yet.
+fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
+    paths
+        .iter()
+        .map(|p| Ok((p.clone(), sysctl_read(p)?)))
+        .collect()
+}
+
+/// The reference plugin's order: sysctls, then mac, promisc, mtu, allmulti, txqueuelen.
+fn apply(ns: &NetNs, nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
+    let sysctls = &s.sysctls;
+    ns.run(|| {
+        sysctls.iter().try_for_each(|sc| {
+            sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
+        })
+    })?;
+    let i = link.index;
+    if let Some(mac) = s.mac {
+        nl.link_set_address(i, &mac)
+            .with_context(|| format!("setting mac of {} to {mac}", link.name))?;
+    }
+    if s.promisc {
+        nl.link_set_promisc(i, true)
+            .with_context(|| format!("setting {} promiscuous", link.name))?;
+    }
+    if let Some(mtu) = s.mtu {
+        nl.link_set_mtu(i, mtu)
+            .with_context(|| format!("setting mtu of {} to {mtu}", link.name))?;
+    }
+    if let Some(on) = s.allmulti {
+        nl.link_set_allmulti(i, on)
+            .with_context(|| format!("setting allmulticast of {} to {on}", link.name))?;
+    }
+    if let Some(len) = s.tx_qlen {
+        nl.link_set_txqlen(i, len)
+            .with_context(|| format!("setting txqueuelen of {} to {len}", link.name))?;
+    }
+    Ok(())
+}
+
+/// Puts the saved values back, in reverse order, carrying on past failures.
+fn restore(ns: &NetNs, nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
+    let mut errors = Vec::new();
+    let mut attempt = |r: Result<()>, what: &str| {
+        if let Err(e) = r {
+            errors.push(e.context(format!("restoring {what}")));
+        }
+    };
+    if let Some(len) = b.tx_qlen {
+        attempt(nl.link_set_txqlen(index, len), "txqueuelen");
+    }
+    if let Some(on) = b.allmulti {
+        attempt(nl.link_set_allmulti(index, on), "allmulticast");
+    }
+    if let Some(mtu) = b.mtu {
+        attempt(nl.link_set_mtu(index, mtu), "mtu");
+    }
+    if let Some(on) = b.promisc {
+        attempt(nl.link_set_promisc(index, on), "promisc");
+    }
+    if let Some(mac) = &b.mac {
+        let parsed = cni_common::mac::MacAddr::parse(mac);
+        attempt(parsed.and_then(|m| nl.link_set_address(index, &m)), "mac");
+    }
+    errors.extend(restore_sysctls(ns, &b.sysctl));
+    errors
+}
+
+/// Restores sysctls whose files still exist (per-interface ones vanish with the interface).
+fn restore_sysctls(ns: &NetNs, sysctl: &BTreeMap<String, String>) -> Vec<Error> {
+    if sysctl.is_empty() {
+        return Vec::new();
+    }
+    ns.run(|| {
+        Ok(sysctl
+            .iter()
+            .filter(|(path, _)| Path::new("/proc/sys").join(path).exists())
+            .filter_map(|(path, value)| {
+                sysctl_write(path, value)
+                    .with_context(|| format!("restoring sysctl {path}"))
+                    .err()
+            })
+            .collect())
+    })
+    .unwrap_or_else(|e| vec![e])
+}
+
+fn report(what: &str, errors: &[Error]) {
+    for e in errors {
+        eprintln!("tuning {what}: {e}");
+    }
+}
+
+fn first_error(what: &str, mut errors: Vec<Error>) -> Result<()> {
+    report(what, &errors);
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        n => Err(errors.remove(0).context(format!("{n} errors, the first"))),
+    }
+}
