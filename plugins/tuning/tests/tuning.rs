@@ -1,0 +1,235 @@
+//! tuning in real network namespaces: what ADD sets, what DEL restores, CHECK, GC, rollback.
+
+mod common;
+
+use common::{call, stdout_json, Attachment, IFNAME};
+use netns_tests::{expect_failure, expect_success, go_plugin_dir};
+use serde_json::{json, Value};
+
+#[test]
+fn add_sets_link_attributes_and_del_restores_them() {
+    let a = Attachment::new("tuning-link");
+    let before = a.ns.link(IFNAME).expect("net1 exists");
+    let conf = a.config(json!({
+        "mac": "02:11:22:33:44:55", "mtu": 1400, "promisc": true, "allmulti": true, "txQLen": 5000
+    }));
+
+    expect_success(&a.call("ADD", &conf), "ADD");
+    let set = a.ns.link(IFNAME).expect("net1 exists");
+    assert_eq!(set.mac().as_deref(), Some("02:11:22:33:44:55"));
+    assert_eq!(set.mtu, Some(1400));
+    assert!(set.promiscuity.unwrap_or(0) > 0, "promisc not set");
+    assert!(set.flags.iter().any(|f| f == "ALLMULTI"), "allmulti not set");
+    assert_eq!(set.other["txqlen"], 5000);
+
+    expect_success(&a.call("DEL", &conf), "DEL");
+    let after = a.ns.link(IFNAME).expect("net1 exists");
+    assert_eq!(after.mac(), before.mac());
+    assert_eq!(after.mtu, before.mtu);
+    assert_eq!(after.promiscuity, before.promiscuity);
+    assert_eq!(after.flags, before.flags);
+    assert_eq!(after.other["txqlen"], before.other["txqlen"]);
+    assert!(a.state_files().is_empty(), "state left: {:?}", a.state_files());
+}
+
+#[test]
+fn add_writes_sysctls_in_the_container_only_and_del_restores_them() {
+    let a = Attachment::new("tuning-sysctl");
+    let host_forwarding = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").expect("host");
+    let before_iface = a.sysctl("net/ipv4/conf/net1/forwarding");
+    let before_ns = a.sysctl("net/ipv4/ip_forward");
+    let flipped = |v: &str| if v == "1" { "0" } else { "1" };
+    let conf = a.config(json!({"sysctl": {
+        "net.ipv4.conf.IFNAME.forwarding": flipped(&before_iface),
+        "net.ipv4.ip_forward": flipped(&before_ns),
+    }}));
+
+    expect_success(&a.call("ADD", &conf), "ADD");
+    assert_eq!(a.sysctl("net/ipv4/conf/net1/forwarding"), flipped(&before_iface));
+    assert_eq!(a.sysctl("net/ipv4/ip_forward"), flipped(&before_ns));
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").expect("host"),
+        host_forwarding,
+        "the host's sysctl changed"
+    );
+
+    expect_success(&a.call("DEL", &conf), "DEL");
+    assert_eq!(a.sysctl("net/ipv4/conf/net1/forwarding"), before_iface);
+    assert_eq!(a.sysctl("net/ipv4/ip_forward"), before_ns);
+}
+
+#[test]
+fn add_passes_prev_result_on_with_the_new_mac() {
+    let a = Attachment::new("tuning-prev");
+    for version in ["0.3.1", "0.4.0", "1.0.0", "1.1.0"] {
+        let mut conf = a.config(json!({"mac": "02:00:00:00:00:07"}));
+        conf["cniVersion"] = json!(version);
+        conf["prevResult"] = a.prev_result(version);
+        let out = a.call("ADD", &conf);
+        expect_success(&out, "ADD");
+        let result = stdout_json(&out);
+        assert_eq!(result["cniVersion"], version);
+        assert_eq!(result["interfaces"][0]["mac"], "02:00:00:00:00:07");
+        assert_eq!(result["ips"][0]["address"], "10.99.0.2/24");
+        expect_success(&a.call("DEL", &conf), "DEL");
+    }
+}
+
+#[test]
+fn check_passes_after_add_and_fails_when_the_mtu_drifts() {
+    let a = Attachment::new("tuning-check");
+    let conf = a.config(json!({"mtu": 1300, "sysctl": {"net.ipv4.conf.IFNAME.forwarding": "1"}}));
+    let out = a.call("ADD", &conf);
+    expect_success(&out, "ADD");
+    let mut check_conf = conf.clone();
+    check_conf["prevResult"] = stdout_json(&out);
+
+    expect_success(&a.call("CHECK", &check_conf), "CHECK right after ADD");
+    a.ns.exec_ok("ip", &["link", "set", IFNAME, "mtu", "1280"]);
+    let out = a.call("CHECK", &check_conf);
+    expect_failure(&out, "CHECK after the mtu drifted");
+    assert!(stdout_json(&out)["msg"].as_str().unwrap_or_default().contains("mtu"));
+    expect_success(&a.call("DEL", &conf), "DEL");
+}
+
+#[test]
+fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
+    let a = Attachment::new("tuning-gone");
+    let conf = a.config(json!({"mtu": 1400}));
+    expect_success(&a.call("ADD", &conf), "ADD");
+    assert_eq!(a.state_files().len(), 1);
+    let path = a.ns.path_str().to_string();
+    let Attachment { ns, data_dir, container_id } = a;
+    ns.delete().expect("netns deleted");
+
+    let out = call("DEL", &container_id, &path, &conf, &[]);
+    expect_success(&out, "DEL after the netns was deleted");
+    assert!(netns_tests::files_under(data_dir.path()).is_empty());
+    expect_success(&call("DEL", &container_id, "", &conf, &[]), "DEL without a netns");
+}
+
+#[test]
+fn del_succeeds_when_the_link_is_gone_and_twice() {
+    let a = Attachment::new("tuning-nolink");
+    let conf = a.config(json!({"mtu": 1400}));
+    expect_success(&a.call("ADD", &conf), "ADD");
+    a.ns.exec_ok("ip", &["link", "del", IFNAME]);
+    expect_success(&a.call("DEL", &conf), "DEL without the link");
+    expect_success(&a.call("DEL", &conf), "second DEL");
+    assert!(a.state_files().is_empty());
+}
+
+#[test]
+fn failed_add_rolls_back_what_it_already_changed() {
+    let a = Attachment::new("tuning-rollback");
+    let before = a.ns.link(IFNAME).expect("net1");
+    let before_fwd = a.sysctl("net/ipv4/conf/net1/forwarding");
+    // The mac and the sysctl are applied, then the kernel refuses an MTU above veth's maximum.
+    let conf = a.config(json!({
+        "mac": "02:aa:bb:cc:dd:ee",
+        "mtu": 70000,
+        "sysctl": {"net.ipv4.conf.IFNAME.forwarding": if before_fwd == "1" { "0" } else { "1" }}
+    }));
+    let out = a.call("ADD", &conf);
+    expect_failure(&out, "ADD with an MTU the kernel refuses");
+    assert!(stdout_json(&out)["msg"].as_str().unwrap_or_default().contains("mtu"));
+    let after = a.ns.link(IFNAME).expect("net1");
+    assert_eq!(after.mac(), before.mac(), "mac not rolled back");
+    assert_eq!(a.sysctl("net/ipv4/conf/net1/forwarding"), before_fwd, "sysctl not rolled back");
+    assert!(a.state_files().is_empty(), "state left after a failed ADD");
+}
+
+#[test]
+fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
+    let keep = Attachment::new("tuning-gc-keep");
+    let lose = Attachment::new("tuning-gc-lose");
+    let dir = keep.data_dir.path();
+    let mut conf = keep.config(json!({"mtu": 1400}));
+    expect_success(&keep.call("ADD", &conf), "ADD keep");
+    let mut lose_conf = lose.config(json!({"mtu": 1400}));
+    lose_conf["dataDir"] = json!(dir);
+    expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
+    let mut other_net = lose_conf.clone();
+    other_net["name"] = json!("othernet");
+    let other = Attachment::new("tuning-gc-other");
+    other_net["prevResult"] = other.prev_result("1.1.0");
+    expect_success(&other.call("ADD", &other_net), "ADD on another network");
+    assert_eq!(netns_tests::files_under(dir).len(), 3);
+
+    conf.as_object_mut().map(|c| c.remove("prevResult"));
+    conf["cni.dev/valid-attachments"] = json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
+    let out = call("GC", "", "", &conf, &[]);
+    expect_success(&out, "GC");
+    assert!(out.stdout.is_empty(), "GC printed something");
+    let mut left: Vec<String> = netns_tests::files_under(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    left.sort();
+    let mut expected = vec![
+        format!("{}_{IFNAME}.json", keep.container_id),
+        format!("{}_{IFNAME}.json", other.container_id),
+    ];
+    expected.sort();
+    assert_eq!(left, expected);
+}
+
+#[test]
+fn mac_precedence_is_args_cni_over_runtime_config_over_cni_args_over_config() {
+    let a = Attachment::new("tuning-macprec");
+    let mut conf = a.config(json!({"mac": "02:00:00:00:00:01"}));
+    let env = [("CNI_ARGS", "IgnoreUnknown=1;MAC=02:00:00:00:00:02")];
+    let mac_after_add = |conf: &Value| {
+        expect_success(&a.call_with("ADD", conf, &env), "ADD");
+        let mac = a.ns.link(IFNAME).and_then(|l| l.mac());
+        expect_success(&a.call("DEL", conf), "DEL");
+        mac.unwrap_or_default()
+    };
+    assert_eq!(mac_after_add(&conf), "02:00:00:00:00:02");
+    conf["runtimeConfig"] = json!({"mac": "02:00:00:00:00:03"});
+    assert_eq!(mac_after_add(&conf), "02:00:00:00:00:03");
+    conf["args"] = json!({"cni": {"mac": "02:00:00:00:00:04"}});
+    assert_eq!(mac_after_add(&conf), "02:00:00:00:00:04");
+}
+
+#[test]
+fn del_restores_an_attachment_set_up_by_the_reference_plugin() {
+    let a = Attachment::new("tuning-fromgo");
+    let before = a.ns.link(IFNAME).expect("net1");
+    // Debian's Go tuning 1.1.1 speaks up to 1.0.0 and writes its backup in the same directory.
+    let mut conf = a.config(json!({"mtu": 1234, "mac": "02:12:34:56:78:9a"}));
+    conf["cniVersion"] = json!("1.0.0");
+    conf["prevResult"] = a.prev_result("1.0.0");
+    let go = netns_tests::run_plugin(
+        &go_plugin_dir(),
+        "tuning",
+        &[
+            ("CNI_COMMAND", "ADD"),
+            ("CNI_CONTAINERID", &a.container_id),
+            ("CNI_NETNS", a.ns.path_str()),
+            ("CNI_IFNAME", IFNAME),
+            ("CNI_PATH", "/usr/lib/cni"),
+        ],
+        &conf.to_string(),
+    );
+    expect_success(&go, "Go tuning ADD");
+    assert_eq!(a.ns.link(IFNAME).expect("net1").mtu, Some(1234));
+
+    expect_success(&a.call("DEL", &conf), "our DEL");
+    let after = a.ns.link(IFNAME).expect("net1");
+    assert_eq!(after.mtu, before.mtu);
+    assert_eq!(after.mac(), before.mac());
+    assert!(a.state_files().is_empty());
+}
+
+#[test]
+fn status_reports_50_when_the_state_directory_cannot_be_written() {
+    let a = Attachment::new("tuning-status");
+    let mut conf = a.config(json!({}));
+    conf.as_object_mut().map(|c| c.remove("prevResult"));
+    expect_success(&call("STATUS", "", "", &conf, &[]), "STATUS");
+    conf["dataDir"] = json!("/proc/version/state");
+    let out = call("STATUS", "", "", &conf, &[]);
+    expect_failure(&out, "STATUS with an unwritable dataDir");
+    assert_eq!(stdout_json(&out)["code"], 50);
+}
