@@ -9,6 +9,10 @@ use crate::version::Command;
 /// Linux IFNAMSIZ minus the terminating NUL.
 pub const MAX_IFNAME_LEN: usize = 15;
 
+/// A Kubernetes object name's limit; network names become parts of file names (libcni's cache
+/// `<network>-<containerID>-<ifname>`), which cannot exceed 255 bytes.
+pub const MAX_NETWORK_NAME_LEN: usize = 253;
+
 #[derive(Debug, Clone)]
 pub struct CmdArgs {
     pub command: Command,
@@ -98,6 +102,12 @@ pub fn validate_container_id(id: &str) -> Result<()> {
 pub fn validate_network_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid_config("missing network name"));
+    }
+    if name.len() > MAX_NETWORK_NAME_LEN {
+        return Err(Error::invalid_config(format!(
+            "network name is longer than {MAX_NETWORK_NAME_LEN} characters"
+        ))
+        .with_details(truncate(name)));
     }
     if matches_name_rule(name) {
         Ok(())
@@ -245,6 +255,8 @@ mod tests {
             validate_network_name("../etc").expect_err("bad").code(),
             Code::InvalidConfig
         );
+        assert!(validate_network_name(&"n".repeat(253)).is_ok());
+        assert!(validate_network_name(&"n".repeat(254)).is_err());
     }
 
     #[test]

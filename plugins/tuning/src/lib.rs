@@ -249,7 +249,13 @@ fn mismatch(msg: String) -> Error {
 fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
     paths
         .iter()
-        .map(|p| Ok((p.clone(), sysctl_read(p)?)))
+        .map(|p| {
+            if !Path::new("/proc/sys").join(p).exists() {
+                // The config names a setting this kernel or interface does not have.
+                return Err(Error::invalid_config(format!("sysctl {p} does not exist")));
+            }
+            Ok((p.clone(), sysctl_read(p)?))
+        })
         .collect()
 }
 

@@ -19,7 +19,10 @@ fn add_sets_link_attributes_and_del_restores_them() {
     assert_eq!(set.mac().as_deref(), Some("02:11:22:33:44:55"));
     assert_eq!(set.mtu, Some(1400));
     assert!(set.promiscuity.unwrap_or(0) > 0, "promisc not set");
-    assert!(set.flags.iter().any(|f| f == "ALLMULTI"), "allmulti not set");
+    assert!(
+        set.flags.iter().any(|f| f == "ALLMULTI"),
+        "allmulti not set"
+    );
     assert_eq!(set.other["txqlen"], 5000);
 
     expect_success(&a.call("DEL", &conf), "DEL");
@@ -29,7 +32,11 @@ fn add_sets_link_attributes_and_del_restores_them() {
     assert_eq!(after.promiscuity, before.promiscuity);
     assert_eq!(after.flags, before.flags);
     assert_eq!(after.other["txqlen"], before.other["txqlen"]);
-    assert!(a.state_files().is_empty(), "state left: {:?}", a.state_files());
+    assert!(
+        a.state_files().is_empty(),
+        "state left: {:?}",
+        a.state_files()
+    );
 }
 
 #[test]
@@ -45,7 +52,10 @@ fn add_writes_sysctls_in_the_container_only_and_del_restores_them() {
     }}));
 
     expect_success(&a.call("ADD", &conf), "ADD");
-    assert_eq!(a.sysctl("net/ipv4/conf/net1/forwarding"), flipped(&before_iface));
+    assert_eq!(
+        a.sysctl("net/ipv4/conf/net1/forwarding"),
+        flipped(&before_iface)
+    );
     assert_eq!(a.sysctl("net/ipv4/ip_forward"), flipped(&before_ns));
     assert_eq!(
         std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").expect("host"),
@@ -88,7 +98,10 @@ fn check_passes_after_add_and_fails_when_the_mtu_drifts() {
     a.ns.exec_ok("ip", &["link", "set", IFNAME, "mtu", "1280"]);
     let out = a.call("CHECK", &check_conf);
     expect_failure(&out, "CHECK after the mtu drifted");
-    assert!(stdout_json(&out)["msg"].as_str().unwrap_or_default().contains("mtu"));
+    assert!(stdout_json(&out)["msg"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("mtu"));
     expect_success(&a.call("DEL", &conf), "DEL");
 }
 
@@ -99,13 +112,20 @@ fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
     expect_success(&a.call("ADD", &conf), "ADD");
     assert_eq!(a.state_files().len(), 1);
     let path = a.ns.path_str().to_string();
-    let Attachment { ns, data_dir, container_id } = a;
+    let Attachment {
+        ns,
+        data_dir,
+        container_id,
+    } = a;
     ns.delete().expect("netns deleted");
 
     let out = call("DEL", &container_id, &path, &conf, &[]);
     expect_success(&out, "DEL after the netns was deleted");
     assert!(netns_tests::files_under(data_dir.path()).is_empty());
-    expect_success(&call("DEL", &container_id, "", &conf, &[]), "DEL without a netns");
+    expect_success(
+        &call("DEL", &container_id, "", &conf, &[]),
+        "DEL without a netns",
+    );
 }
 
 #[test]
@@ -132,10 +152,17 @@ fn failed_add_rolls_back_what_it_already_changed() {
     }));
     let out = a.call("ADD", &conf);
     expect_failure(&out, "ADD with an MTU the kernel refuses");
-    assert!(stdout_json(&out)["msg"].as_str().unwrap_or_default().contains("mtu"));
+    assert!(stdout_json(&out)["msg"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("mtu"));
     let after = a.ns.link(IFNAME).expect("net1");
     assert_eq!(after.mac(), before.mac(), "mac not rolled back");
-    assert_eq!(a.sysctl("net/ipv4/conf/net1/forwarding"), before_fwd, "sysctl not rolled back");
+    assert_eq!(
+        a.sysctl("net/ipv4/conf/net1/forwarding"),
+        before_fwd,
+        "sysctl not rolled back"
+    );
     assert!(a.state_files().is_empty(), "state left after a failed ADD");
 }
 
@@ -157,7 +184,8 @@ fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
     assert_eq!(netns_tests::files_under(dir).len(), 3);
 
     conf.as_object_mut().map(|c| c.remove("prevResult"));
-    conf["cni.dev/valid-attachments"] = json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
+    conf["cni.dev/valid-attachments"] =
+        json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
     let out = call("GC", "", "", &conf, &[]);
     expect_success(&out, "GC");
     assert!(out.stdout.is_empty(), "GC printed something");

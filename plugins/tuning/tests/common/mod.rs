@@ -23,7 +23,9 @@ impl Attachment {
         let ns = Netns::new(tag);
         ns.exec_ok(
             "ip",
-            &["link", "add", IFNAME, "type", "veth", "peer", "name", "peer1"],
+            &[
+                "link", "add", IFNAME, "type", "veth", "peer", "name", "peer1",
+            ],
         );
         ns.exec_ok("ip", &["link", "set", IFNAME, "up"]);
         Attachment {
@@ -35,7 +37,11 @@ impl Attachment {
 
     /// The prevResult a main plugin would have returned for `net1`.
     pub fn prev_result(&self, version: &str) -> Value {
-        let mac = self.ns.link(IFNAME).and_then(|l| l.mac()).unwrap_or_default();
+        let mac = self
+            .ns
+            .link(IFNAME)
+            .and_then(|l| l.mac())
+            .unwrap_or_default();
         json!({
             "cniVersion": version,
             "interfaces": [{"name": IFNAME, "mac": mac, "sandbox": self.ns.path_str()}],
@@ -65,11 +71,20 @@ impl Attachment {
     }
 
     pub fn call_with(&self, verb: &str, conf: &Value, extra_env: &[(&str, &str)]) -> Output {
-        call(verb, &self.container_id, self.ns.path_str(), conf, extra_env)
+        call(
+            verb,
+            &self.container_id,
+            self.ns.path_str(),
+            conf,
+            extra_env,
+        )
     }
 
     pub fn sysctl(&self, path: &str) -> String {
-        self.ns.exec_ok("cat", &[&format!("/proc/sys/{path}")]).trim().to_string()
+        self.ns
+            .exec_ok("cat", &[&format!("/proc/sys/{path}")])
+            .trim()
+            .to_string()
     }
 
     pub fn state_files(&self) -> Vec<PathBuf> {
@@ -81,7 +96,13 @@ pub fn tuning_binary() -> &'static str {
     env!("CARGO_BIN_EXE_tuning")
 }
 
-pub fn call(verb: &str, container_id: &str, netns: &str, conf: &Value, extra_env: &[(&str, &str)]) -> Output {
+pub fn call(
+    verb: &str,
+    container_id: &str,
+    netns: &str,
+    conf: &Value,
+    extra_env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(tuning_binary());
     cmd.env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
@@ -98,6 +119,9 @@ pub fn call(verb: &str, container_id: &str, netns: &str, conf: &Value, extra_env
 
 pub fn stdout_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}):\n{}", netns_tests::describe_output(out))
+        panic!(
+            "stdout is not JSON ({e}):\n{}",
+            netns_tests::describe_output(out)
+        )
     })
 }
