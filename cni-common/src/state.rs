@@ -1,1 +1,284 @@
+//! Per-attachment state files (what ADD changed, for DEL to restore and GC to find).
+//!
+//! Files are replaced atomically (temp file, fsync, rename, fsync of the directory), so a crash
+//! or a concurrent reader never sees half a file.
 
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Code, Context, Error, Result};
+
+/// `<containerID>_<ifname>.json`, the Go tuning plugin's naming for its backup files.
+pub fn attachment_file_name(container_id: &str, ifname: &str) -> String {
+    format!("{container_id}_{ifname}.json")
+}
+
+/// A directory of state files, one per name.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    dir: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(dir: impl Into<PathBuf>) -> StateDir {
+        StateDir { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `value` as JSON under `name`, replacing any previous file atomically.
+    pub fn write<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        let target = self.file(name)?;
+        let data = serde_json::to_vec(value)
+            .map_err(|e| Error::new(Code::Io, format!("encoding state {name}: {e}")))?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .with_context(|| format!("creating state directory {}", self.dir.display()))?;
+
+        // Dot-prefixed, so list() never reports it; unique per process and call.
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = self
+            .dir
+            .join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+        let result = write_synced(&tmp, &data)
+            .and_then(|()| fs::rename(&tmp, &target))
+            .and_then(|()| File::open(&self.dir)?.sync_all());
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.with_context(|| format!("writing state file {}", target.display()))
+    }
+
+    /// Reads the state under `name`; `None` when there is none.
+    pub fn read<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
+        let path = self.file(name)?;
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading state file {}", path.display()))
+            }
+        };
+        serde_json::from_slice(&data)
+            .map(Some)
+            .map_err(|e| Error::decoding(format!("state file {} is corrupt: {e}", path.display())))
+    }
+
+    /// Removes the state under `name`; succeeds when it is already gone.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let path = self.file(name)?;
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing state file {}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Names of all state files, sorted; temp files are not included.
+    pub fn list(&self) -> Result<Vec<String>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("listing {}", self.dir.display()));
+            }
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("listing {}", self.dir.display()))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if valid_name(name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn file(&self, name: &str) -> Result<PathBuf> {
+        if !valid_name(name) {
+            // Names are built from CNI_CONTAINERID and CNI_IFNAME.
+            return Err(Error::invalid_env(format!(
+                "invalid state file name {name:?}"
+            )));
+        }
+        Ok(self.dir.join(name))
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\0'])
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(data)?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// A unique directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            TempDir(
+                std::env::temp_dir()
+                    .join(format!("cni-common-state-{tag}-{}-{n}", std::process::id())),
+            )
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn file_name_is_container_id_and_ifname() {
+        assert_eq!(attachment_file_name("abc123", "net1"), "abc123_net1.json");
+    }
+
+    #[test]
+    fn round_trip_and_permissions() {
+        let tmp = TempDir::new("roundtrip");
+        let dir = StateDir::new(tmp.0.join("nested"));
+        let mut v = BTreeMap::new();
+        v.insert("mtu".to_string(), 1500);
+        dir.write("c1_net1.json", &v).expect("write");
+        assert_eq!(
+            dir.read::<BTreeMap<String, i32>>("c1_net1.json")
+                .expect("read"),
+            Some(v)
+        );
+
+        let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(dir.dir()), 0o700);
+        assert_eq!(mode(&dir.dir().join("c1_net1.json")), 0o600);
+
+        // Overwrite replaces the whole content.
+        dir.write("c1_net1.json", &vec![1, 2]).expect("overwrite");
+        assert_eq!(
+            dir.read::<Vec<i32>>("c1_net1.json").expect("read"),
+            Some(vec![1, 2])
+        );
+    }
+
+    #[test]
+    fn absent_state_is_none_and_remove_is_idempotent() {
+        let tmp = TempDir::new("absent");
+        let dir = StateDir::new(&tmp.0);
+        assert_eq!(dir.read::<i32>("x.json").expect("read"), None);
+        assert_eq!(
+            dir.list().expect("list of absent dir"),
+            Vec::<String>::new()
+        );
+        dir.remove("x.json").expect("remove absent");
+        dir.write("x.json", &1).expect("write");
+        dir.remove("x.json").expect("remove");
+        dir.remove("x.json").expect("remove again");
+        assert_eq!(dir.read::<i32>("x.json").expect("read"), None);
+    }
+
+    #[test]
+    fn corrupt_state_is_a_decoding_error() {
+        let tmp = TempDir::new("corrupt");
+        let dir = StateDir::new(&tmp.0);
+        dir.write("c.json", &1).expect("write");
+        fs::write(tmp.0.join("c.json"), b"{not json").expect("corrupt it");
+        let err = dir.read::<i32>("c.json").expect_err("corrupt");
+        assert_eq!(err.code(), Code::Decoding);
+        assert!(err.msg().contains("is corrupt"), "{err}");
+    }
+
+    #[test]
+    fn list_excludes_temp_files_and_is_sorted() {
+        let tmp = TempDir::new("list");
+        let dir = StateDir::new(&tmp.0);
+        dir.write("b_net1.json", &1).expect("write");
+        dir.write("a_net1.json", &2).expect("write");
+        // A temp file left behind by a crash between write and rename.
+        fs::write(tmp.0.join(".c_net1.json.tmp.1.0"), b"1").expect("stray temp");
+        fs::create_dir(tmp.0.join("subdir")).expect("subdir");
+        assert_eq!(
+            dir.list().expect("list"),
+            vec!["a_net1.json", "b_net1.json"]
+        );
+    }
+
+    #[test]
+    fn writes_leave_no_temp_files() {
+        let tmp = TempDir::new("notemp");
+        let dir = StateDir::new(&tmp.0);
+        for i in 0..20 {
+            dir.write("s.json", &i).expect("write");
+        }
+        let all: Vec<_> = fs::read_dir(&tmp.0)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(all, vec!["s.json"]);
+    }
+
+    #[test]
+    fn concurrent_writers_never_expose_a_partial_file() {
+        let tmp = TempDir::new("concurrent");
+        let dir = StateDir::new(&tmp.0);
+        let big: Vec<u32> = (0..20_000).collect();
+        dir.write("s.json", &big).expect("first write");
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        dir.write("s.json", &big).expect("write");
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..50 {
+                    let got: Vec<u32> = dir.read("s.json").expect("read").expect("present");
+                    assert_eq!(got.len(), big.len());
+                    assert_eq!(dir.list().expect("list"), vec!["s.json"]);
+                }
+            });
+        });
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        let dir = StateDir::new(std::env::temp_dir().join("cni-common-never-created"));
+        for name in ["", ".hidden", "a/b", "../x", "/etc/passwd", "a\0b"] {
+            assert!(dir.write(name, &1).is_err(), "{name:?}");
+            assert!(dir.read::<i32>(name).is_err(), "{name:?}");
+            assert!(dir.remove(name).is_err(), "{name:?}");
+        }
+        assert!(!dir.dir().exists());
+    }
+}

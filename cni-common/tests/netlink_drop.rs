@@ -1,0 +1,66 @@
+//! A dropped `Netlink` closes its socket at once, so it does not keep a namespace alive.
+//! Alone in its own test binary: any other `Netlink` call in the process would also reap a
+//! leaked connection task and hide the bug.
+
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cni_common::netlink::{Netlink, Veth};
+use cni_common::netns::NetNs;
+use nix::sched::{unshare, CloneFlags};
+
+fn new_netns() -> NetNs {
+    std::thread::spawn(|| {
+        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
+        NetNs::current().expect("open the new netns")
+    })
+    .join()
+    .expect("unshare thread")
+}
+
+fn ip_link_show(ns: &NetNs) -> String {
+    let out = Command::new("nsenter")
+        .arg(format!(
+            "--net=/proc/{}/fd/{}",
+            std::process::id(),
+            ns.as_raw_fd()
+        ))
+        .args(["ip", "link", "show"])
+        .output()
+        .expect("run nsenter ip");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn a_dropped_netlink_does_not_keep_its_namespace_alive() {
+    // Our own thread goes to a throwaway namespace first, so nothing can reach the host.
+    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
+    let (a, b) = (new_netns(), new_netns());
+    let nl_a = Netlink::in_netns(&a).expect("nl a");
+    nl_a.link_add_veth(&Veth {
+        name: "cnit-life0",
+        peer_name: "cnit-life1",
+        peer_netns: Some(&b),
+        ..Veth::default()
+    })
+    .expect("veth");
+    // The socket was the last reference to `a` besides the file; once both are gone the
+    // kernel destroys `a`, and the veth with it, so the peer vanishes from `b`.
+    drop(nl_a);
+    drop(a);
+    // Watch with iproute2, not our runtime, which would also reap a leaked connection task.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ip_link_show(&b).contains("cnit-life1") {
+        assert!(
+            Instant::now() < deadline,
+            "namespace a is still alive: socket leaked"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
