@@ -1,7 +1,9 @@
 //! Per-attachment state files (what ADD changed, for DEL to restore and GC to find).
 //!
 //! Files are replaced atomically (temp file, fsync, rename, fsync of the directory), so a crash
-//! or a concurrent reader never sees half a file.
+//! or a concurrent reader never sees half a file. State about a network namespace dies with the
+//! machine anyway (the namespace does not survive a reboot), so [`StateDir::ephemeral`] keeps the
+//! rename but skips the syncs: they cost more than the rest of a tuning ADD.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
@@ -23,11 +25,25 @@ pub fn attachment_file_name(container_id: &str, ifname: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
+    durable: bool,
 }
 
 impl StateDir {
+    /// State that must survive a crash or a reboot: every write is synced to disk.
     pub fn new(dir: impl Into<PathBuf>) -> StateDir {
-        StateDir { dir: dir.into() }
+        StateDir {
+            dir: dir.into(),
+            durable: true,
+        }
+    }
+
+    /// State about things that do not outlive the machine (a namespace's interface): replaced
+    /// atomically by rename, not synced.
+    pub fn ephemeral(dir: impl Into<PathBuf>) -> StateDir {
+        StateDir {
+            dir: dir.into(),
+            durable: false,
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -51,9 +67,13 @@ impl StateDir {
         let tmp = self
             .dir
             .join(format!(".{name}.tmp.{}.{n}", std::process::id()));
-        let result = write_synced(&tmp, &data)
+        let durable = self.durable;
+        let result = write_file(&tmp, &data, durable)
             .and_then(|()| fs::rename(&tmp, &target))
-            .and_then(|()| File::open(&self.dir)?.sync_all());
+            .and_then(|()| match durable {
+                true => File::open(&self.dir)?.sync_all(),
+                false => Ok(()),
+            });
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
@@ -123,7 +143,7 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\0'])
 }
 
-fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
+fn write_file(path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -131,7 +151,10 @@ fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
         .mode(0o600)
         .open(path)?;
     file.write_all(data)?;
-    file.sync_all()
+    if sync {
+        file.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,4 @@
 //! A dropped `Netlink` closes its socket at once, so it does not keep a namespace alive.
-//! Alone in its own test binary: any other `Netlink` call in the process would also reap a
-//! leaked connection task and hide the bug.
 
 use std::os::fd::AsRawFd;
 use std::process::Command;
@@ -54,7 +52,7 @@ fn a_dropped_netlink_does_not_keep_its_namespace_alive() {
     // kernel destroys `a`, and the veth with it, so the peer vanishes from `b`.
     drop(nl_a);
     drop(a);
-    // Watch with iproute2, not our runtime, which would also reap a leaked connection task.
+    // Watch with iproute2, which holds no reference to either namespace.
     let deadline = Instant::now() + Duration::from_secs(10);
     while ip_link_show(&b).contains("cnit-life1") {
         assert!(

@@ -12,10 +12,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns, TempDir};
+use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns};
 use serde_json::json;
 
 const IFNAME: &str = "net1";
+
+/// A state directory under /run, removed at the end.
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// One finished call: wall time, CPU time (user + system) and peak RSS of the child.
 struct Sample {
@@ -25,6 +34,7 @@ struct Sample {
 }
 
 /// Spawns `binary` with `env` and `stdin`, reaps it with wait4 to get its own rusage.
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child cannot see
 fn call(binary: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Sample {
     let start = Instant::now();
     let mut child = Command::new(binary)
@@ -94,7 +104,11 @@ fn main() {
             "link", "add", IFNAME, "type", "veth", "peer", "name", "peer1",
         ],
     );
-    let data = TempDir::new("bench-tuning");
+    // Where the default dataDir (/run/cni/tuning) lives: tmpfs, as on a node.
+    let data = RunDir(PathBuf::from(format!(
+        "/run/{}",
+        unique_name("bench-tuning")
+    )));
     let mac = ns.link(IFNAME).and_then(|l| l.mac()).unwrap_or_default();
     // 1.0.0: the newest version Debian's Go tuning speaks.
     let conf = json!({
@@ -104,7 +118,7 @@ fn main() {
         "mtu": 1400,
         "promisc": true,
         "sysctl": {"net.ipv4.conf.IFNAME.forwarding": "1"},
-        "dataDir": data.path(),
+        "dataDir": data.0,
         "prevResult": {
             "cniVersion": "1.0.0",
             "interfaces": [{"name": IFNAME, "mac": mac, "sandbox": ns.path_str()}]

@@ -35,13 +35,10 @@ impl Plugin for Tuning {
         let prev = req.require_prev_result()?;
         let settings = settings(req)?;
         let ns = req.open_netns()?;
-        let nl = Netlink::in_netns(&ns)?;
-        let link = container_link(&nl, &req.cmd.ifname)?;
+        let (nl, link, originals) = enter(&ns, &req.cmd.ifname, &settings)?;
 
         if settings.touches_link() || !settings.sysctls.is_empty() {
-            let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
-            let originals = ns.run(|| read_sysctls(&paths))?;
-            let store = StateDir::new(&settings.data_dir);
+            let store = StateDir::ephemeral(&settings.data_dir);
             let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
             let mut backup = Backup::capture(&settings, &link, originals);
             if let Some(earlier) = store.read::<Backup>(&file).ok().flatten() {
@@ -79,7 +76,7 @@ impl Plugin for Tuning {
     /// link. A restore the kernel refuses is reported on stderr and the state kept for GC,
     /// because a failing DEL would stop the runtime from deleting the rest of the chain.
     fn del(&self, req: &Request<TuningConf>) -> Result<()> {
-        let store = StateDir::new(data_dir(&req.conf.plugin));
+        let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
         let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
         let Some(backup) = store.read::<Backup>(&file).ok().flatten() else {
             return store.remove(&file);
@@ -107,11 +104,7 @@ impl Plugin for Tuning {
         let prev = req.require_prev_result()?;
         let settings = settings(req)?;
         let ns = req.open_netns()?;
-        let nl = Netlink::in_netns(&ns)?;
-        let link = container_link(&nl, &req.cmd.ifname)?;
-
-        let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
-        let current = ns.run(|| read_sysctls(&paths))?;
+        let (_nl, link, current) = enter(&ns, &req.cmd.ifname, &settings)?;
         for s in &settings.sysctls {
             let now = current.get(&s.path).map(String::as_str).unwrap_or_default();
             if now != s.value.trim() {
@@ -188,7 +181,7 @@ impl Plugin for Tuning {
 
     /// Forgets the saved state of this network's attachments that the runtime no longer has.
     fn gc(&self, req: &Request<TuningConf>) -> Result<()> {
-        let store = StateDir::new(data_dir(&req.conf.plugin));
+        let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
         let valid = req.conf.gc_valid_attachments();
         let mut errors = Vec::new();
         for name in store.list()? {
@@ -232,6 +225,22 @@ fn settings(req: &Request<TuningConf>) -> Result<Settings> {
     Settings::resolve(req, &allowlist)
 }
 
+/// One trip into the namespace (each costs a thread): the netlink socket, the interface, and the
+/// current values of the configured sysctls.
+fn enter(
+    ns: &NetNs,
+    ifname: &str,
+    settings: &Settings,
+) -> Result<(Netlink, Link, BTreeMap<String, String>)> {
+    let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
+    ns.run(|| {
+        let nl = Netlink::current()?;
+        let link = container_link(&nl, ifname)?;
+        let sysctls = read_sysctls(&paths)?;
+        Ok((nl, link, sysctls))
+    })
+}
+
 fn container_link(nl: &Netlink, ifname: &str) -> Result<Link> {
     nl.link_show(ifname)?.ok_or_else(|| {
         Error::system(format!(
@@ -262,11 +271,13 @@ fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
 /// The reference plugin's order: sysctls, then mac, promisc, mtu, allmulti, txqueuelen.
 fn apply(ns: &NetNs, nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
     let sysctls = &s.sysctls;
-    ns.run(|| {
-        sysctls.iter().try_for_each(|sc| {
-            sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
-        })
-    })?;
+    if !sysctls.is_empty() {
+        ns.run(|| {
+            sysctls.iter().try_for_each(|sc| {
+                sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
+            })
+        })?;
+    }
     let i = link.index;
     if let Some(mac) = s.mac {
         nl.link_set_address(i, &mac)
