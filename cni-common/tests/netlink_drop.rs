@@ -1,44 +1,16 @@
 //! A dropped `Netlink` closes its socket at once, so it does not keep a namespace alive.
 
-use std::os::fd::AsRawFd;
-use std::process::Command;
+mod common;
+
+use common::{ip, isolate, new_netns};
 use std::time::{Duration, Instant};
 
 use cni_common::netlink::{Netlink, Veth};
-use cni_common::netns::NetNs;
-use nix::sched::{unshare, CloneFlags};
-
-fn new_netns() -> NetNs {
-    std::thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
-}
-
-fn ip_link_show(ns: &NetNs) -> String {
-    let out = Command::new("nsenter")
-        .arg(format!(
-            "--net=/proc/{}/fd/{}",
-            std::process::id(),
-            ns.as_raw_fd()
-        ))
-        .args(["ip", "link", "show"])
-        .output()
-        .expect("run nsenter ip");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
 
 #[test]
 fn a_dropped_netlink_does_not_keep_its_namespace_alive() {
     // Our own thread goes to a throwaway namespace first, so nothing can reach the host.
-    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
+    isolate();
     let (a, b) = (new_netns(), new_netns());
     let nl_a = Netlink::in_netns(&a).expect("nl a");
     nl_a.link_add_veth(&Veth {
@@ -54,7 +26,7 @@ fn a_dropped_netlink_does_not_keep_its_namespace_alive() {
     drop(a);
     // Watch with iproute2, which holds no reference to either namespace.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while ip_link_show(&b).contains("cnit-life1") {
+    while ip(&b, &["link", "show"]).contains("cnit-life1") {
         assert!(
             Instant::now() < deadline,
             "namespace a is still alive: socket leaked"

@@ -1,8 +1,9 @@
 //! `Netlink` against the real kernel, as root. Every test works in namespaces of its own
 //! (unshare on a throwaway thread), never in the host's; results are cross-checked with iproute2.
 
-use std::os::fd::AsRawFd;
-use std::process::Command;
+mod common;
+
+use common::{ip, isolate, new_netns, veth_in};
 use std::time::{Duration, Instant};
 
 use cni_common::mac::MacAddr;
@@ -10,44 +11,7 @@ use cni_common::netlink::{Link, Netlink, Veth};
 use cni_common::netns::NetNs;
 use cni_common::Code;
 use ipnetwork::IpNetwork;
-use nix::sched::{unshare, CloneFlags};
 use serde_json::Value;
-
-/// Moves the test's own thread into a throwaway namespace first, so that even a bug that
-/// ignores the namespace it was given cannot touch the host's network.
-fn isolate() {
-    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-}
-
-/// A fresh network namespace, alive as long as the returned NetNs.
-fn new_netns() -> NetNs {
-    std::thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
-}
-
-/// `ip <args>` inside `ns`, through our process's fd of it; its stdout.
-fn ip(ns: &NetNs, args: &[&str]) -> String {
-    let out = Command::new("nsenter")
-        .arg(format!(
-            "--net=/proc/{}/fd/{}",
-            std::process::id(),
-            ns.as_raw_fd()
-        ))
-        .arg("ip")
-        .args(args)
-        .output()
-        .expect("run nsenter ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
 
 /// iproute2's JSON view of one link in `ns`.
 fn ip_link_json(ns: &NetNs, name: &str) -> Value {
@@ -73,16 +37,6 @@ fn show(nl: &Netlink, name: &str) -> Link {
 
 fn mac(s: &str) -> MacAddr {
     s.parse().expect("mac")
-}
-
-/// A veth pair with both ends in `ns`.
-fn veth_in(nl: &Netlink, name: &str, peer: &str) -> u32 {
-    nl.link_add_veth(&Veth {
-        name,
-        peer_name: peer,
-        ..Veth::default()
-    })
-    .expect("create veth")
 }
 
 #[test]

@@ -2,28 +2,16 @@
 //! spread over several datagrams, and the kernel's extended-ack text in errors. As root, each
 //! test in namespaces of its own.
 
+mod common;
+
+use common::{isolate, new_netns, veth_in};
 use std::os::fd::AsRawFd;
 use std::process::Command;
 
-use cni_common::netlink::{Netlink, Veth};
+use cni_common::netlink::Netlink;
 use cni_common::netns::NetNs;
 use cni_common::Code;
 use ipnetwork::IpNetwork;
-use nix::sched::{unshare, CloneFlags};
-
-/// Moves the test's own thread into a throwaway namespace, away from the host's network.
-fn isolate() {
-    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-}
-
-fn new_netns() -> NetNs {
-    std::thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
-}
 
 /// `ip -batch <file>` inside `ns`: hundreds of commands in one process.
 fn ip_batch(ns: &NetNs, commands: &str) {
@@ -51,21 +39,12 @@ fn ip_batch(ns: &NetNs, commands: &str) {
     );
 }
 
-fn veth(nl: &Netlink, name: &str, peer: &str) -> u32 {
-    nl.link_add_veth(&Veth {
-        name,
-        peer_name: peer,
-        ..Veth::default()
-    })
-    .expect("create veth")
-}
-
 #[test]
 fn a_link_reply_larger_than_the_receive_buffer_is_read_whole() {
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
-    let index = veth(&nl, "cnit-big0", "cnit-big1");
+    let index = veth_in(&nl, "cnit-big0", "cnit-big1");
     // Alternative names are all listed in RTM_NEWLINK: 400 of 100 bytes make a ~45 KiB reply,
     // more than the 32 KiB buffer the socket starts with.
     let batch: String = (0..400)
@@ -102,8 +81,8 @@ fn an_address_dump_over_many_datagrams_is_walked_to_the_end() {
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
-    let index = veth(&nl, "cnit-many0", "cnit-many1");
-    let other = veth(&nl, "cnit-oth0", "cnit-oth1");
+    let index = veth_in(&nl, "cnit-many0", "cnit-many1");
+    let other = veth_in(&nl, "cnit-oth0", "cnit-oth1");
     // About 80 bytes per IPv4 address: 1000 of them need several dump datagrams.
     let want: Vec<IpNetwork> = (0..1000u32)
         .map(|i| {
@@ -138,7 +117,7 @@ fn kernel_errors_carry_the_errno_text_and_the_extended_ack() {
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
-    let index = veth(&nl, "cnit-ea0", "cnit-ea1");
+    let index = veth_in(&nl, "cnit-ea0", "cnit-ea1");
     let err = nl
         .link_set_mtu(index, 100_000)
         .expect_err("beyond the veth maximum");
@@ -169,7 +148,7 @@ fn one_netlink_serves_several_threads() {
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     let indexes: Vec<u32> = (0..4)
-        .map(|i| veth(&nl, &format!("cnit-th{i}"), &format!("cnit-th{i}p")))
+        .map(|i| veth_in(&nl, &format!("cnit-th{i}"), &format!("cnit-th{i}p")))
         .collect();
     std::thread::scope(|s| {
         for (i, &index) in indexes.iter().enumerate() {

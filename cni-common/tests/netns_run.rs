@@ -1,6 +1,9 @@
 //! `NetNs` (open, run) and `/proc/sys/net` inside namespaces, as root. Tests create their own
 //! namespaces and never write to the host's.
 
+mod common;
+
+use common::{isolate, new_netns};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -8,22 +11,6 @@ use cni_common::netlink::{Netlink, Veth};
 use cni_common::netns::NetNs;
 use cni_common::sysctl::{sysctl_read, sysctl_write};
 use cni_common::Code;
-use nix::sched::{unshare, CloneFlags};
-
-/// Moves the test's own thread into a throwaway namespace first, so that even a bug that
-/// ignores the namespace it was given cannot touch the host's network.
-fn isolate() {
-    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-}
-
-fn new_netns() -> NetNs {
-    std::thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
-}
 
 fn run(cmd: &str, args: &[&str]) {
     let out = Command::new(cmd).args(args).output().expect("spawn");
