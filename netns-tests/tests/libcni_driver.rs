@@ -3,7 +3,7 @@
 //! Run as root: `cargo test -p netns-tests`.
 
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use netns_tests::{
@@ -94,29 +94,34 @@ fn pod_identity(container_id: &str) -> PodIdentity {
     }
 }
 
-#[test]
-fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
-    const MAC: &str = "c2:11:22:33:44:55";
-    let tag = "bridge-tuning-mac";
-    // Go bridge + host-local, OUR tuning (fails here, with build instructions, if not built).
-    let plugins = PluginDir::new(tag)
-        .with_go(&["bridge", "host-local"])
-        .with_ours(&["tuning"]);
+/// A pod namespace and a throwaway host namespace, a conflist of Go `bridge` with host-local
+/// followed by `chained` (built with the work dir at hand), and the libcni attachment of the pod
+/// to it, with the CNI_ARGS Multus passes.
+struct Fixture {
+    att: LibcniAttachment,
+    pod: Netns,
+    host: HostSandbox,
+    ipam_dir: PathBuf,
+    container_id: String,
+    work: TempDir,
+    _plugins: PluginDir,
+}
+
+fn fixture(
+    tag: &str,
+    plugins: PluginDir,
+    network: &str,
+    subnet: &str,
+    chained: impl FnOnce(&TempDir) -> Vec<Value>,
+) -> Fixture {
     let host = HostSandbox::new(tag);
     let pod = Netns::new(&format!("{tag}-pod"));
-    let pod_name = pod.name().to_owned();
     let work = TempDir::new(tag);
     let ipam_dir = work.join("ipam");
-    let tuning_dir = work.join("tuning");
-    let tuning = json!({
-        "type": "tuning",
-        "capabilities": { "mac": true },
-        // Go tuning keeps its restore state here; default would be /run/cni/tuning on the host.
-        "dataDir": tuning_dir,
-    });
+    let chained = chained(&work);
     let conflist = work.write_json(
         "net.conflist",
-        &bridge_conflist("cnitest-mac", "10.61.0.0/24", &ipam_dir, &[tuning]),
+        &bridge_conflist(network, subnet, &ipam_dir, &chained),
     );
     let container_id = unique_name(tag);
     let att = LibcniAttachment::new(
@@ -128,8 +133,45 @@ fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
         IFNAME,
     )
     .in_sandbox(&host)
-    .cni_args(&pod_identity(&container_id).multus_cni_args())
-    .cap_args(json!({ "mac": MAC }));
+    .cni_args(&pod_identity(&container_id).multus_cni_args());
+    Fixture {
+        att,
+        pod,
+        host,
+        ipam_dir,
+        container_id,
+        work,
+        _plugins: plugins,
+    }
+}
+
+#[test]
+fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
+    const MAC: &str = "c2:11:22:33:44:55";
+    let tag = "bridge-tuning-mac";
+    // Go bridge + host-local, OUR tuning (fails here, with build instructions, if not built).
+    let plugins = PluginDir::new(tag)
+        .with_go(&["bridge", "host-local"])
+        .with_ours(&["tuning"]);
+    let Fixture {
+        att,
+        pod,
+        host,
+        ipam_dir,
+        container_id,
+        work,
+        _plugins,
+    } = fixture(tag, plugins, "cnitest-mac", "10.61.0.0/24", |work| {
+        vec![json!({
+            "type": "tuning",
+            "capabilities": { "mac": true },
+            // Go tuning keeps its restore state here; default would be /run/cni/tuning on the host.
+            "dataDir": work.join("tuning"),
+        })]
+    });
+    let att = att.cap_args(json!({ "mac": MAC }));
+    let tuning_dir = work.join("tuning");
+    let pod_name = pod.name().to_owned();
 
     // What CRI-O does at config load: VERSION on every plugin, collecting capabilities.
     let caps = expect_success(&att.validate(), "libcni ValidateNetworkList");
@@ -191,27 +233,20 @@ fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
 fn go_bridge_alone_through_libcni_leaves_nothing_behind() {
     let tag = "bridge-alone";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
-    let host = HostSandbox::new(tag);
-    let pod = Netns::new(&format!("{tag}-pod"));
+    let Fixture {
+        att,
+        pod,
+        host,
+        ipam_dir,
+        // Bound, not `..`: the work dir holds the conflist and must live to the end.
+        work: _work,
+        _plugins,
+        ..
+    } = fixture(tag, plugins, "cnitest-plain", "10.62.0.0/24", |_| {
+        Vec::new()
+    });
     let pod_name = pod.name().to_owned();
     let host_name = host.netns().name().to_owned();
-    let work = TempDir::new(tag);
-    let ipam_dir = work.join("ipam");
-    let conflist = work.write_json(
-        "net.conflist",
-        &bridge_conflist("cnitest-plain", "10.62.0.0/24", &ipam_dir, &[]),
-    );
-    let container_id = unique_name(tag);
-    let att = LibcniAttachment::new(
-        &conflist,
-        &[plugins.path()],
-        &work.join("cache"),
-        pod.path_str(),
-        &container_id,
-        IFNAME,
-    )
-    .in_sandbox(&host)
-    .cni_args(&pod_identity(&container_id).multus_cni_args());
 
     let result = att.add_ok();
     let net1 = result_interface(&result, IFNAME);
@@ -241,25 +276,16 @@ fn go_bridge_alone_through_libcni_leaves_nothing_behind() {
 fn go_bridge_del_after_pod_netns_is_gone_releases_everything() {
     let tag = "bridge-netns-gone";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
-    let host = HostSandbox::new(tag);
-    let pod = Netns::new(&format!("{tag}-pod"));
-    let work = TempDir::new(tag);
-    let ipam_dir = work.join("ipam");
-    let conflist = work.write_json(
-        "net.conflist",
-        &bridge_conflist("cnitest-gone", "10.63.0.0/24", &ipam_dir, &[]),
-    );
-    let container_id = unique_name(tag);
-    let att = LibcniAttachment::new(
-        &conflist,
-        &[plugins.path()],
-        &work.join("cache"),
-        pod.path_str(),
-        &container_id,
-        IFNAME,
-    )
-    .in_sandbox(&host)
-    .cni_args(&pod_identity(&container_id).multus_cni_args());
+    let Fixture {
+        att,
+        pod,
+        host,
+        ipam_dir,
+        // Bound, not `..`: the work dir holds the conflist and must live to the end.
+        work: _work,
+        _plugins,
+        ..
+    } = fixture(tag, plugins, "cnitest-gone", "10.63.0.0/24", |_| Vec::new());
 
     att.add_ok();
     assert_eq!(host_local_leases(&ipam_dir, att.network_name()).len(), 1);
