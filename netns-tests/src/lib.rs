@@ -16,6 +16,8 @@
 //! - [`LibcniAttachment`]: go through the libcni driver (`libcni-driver/main.go`, built by
 //!   [`build_libcni_driver`]), the code path containerd, CRI-O and Multus use.
 
+pub mod real_kernel_tier;
+
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::io::{Read, Write};

@@ -1,0 +1,165 @@
+//! The real-kernel test tier from Rust: Debian's 6.1 kernel booted under QEMU by
+//! `scripts/real-kernel`, for what the host kernel cannot do (bridge VLAN filtering, 802.1Q, the
+//! openvswitch datapath). The guest shares the host's files, so binaries built on the host
+//! (`scripts/build-plugins` -> `target/cni-bin/`, and the test binaries themselves) run inside.
+//!
+//! A boot costs about 10 s, so run many tests per boot. The intended pattern, in one test file:
+//! - the guest-only tests sit in a module `in_guest`, each `#[ignore = "..."]` (so the host's
+//!   `cargo test` lists them as ignored, never as passed) and starting with [`require_guest`];
+//! - one ordinary test calls [`run_ignored_tests_in_guest`]`("in_guest::")`, which boots once and
+//!   runs this very test binary inside the guest with `--ignored in_guest::`, and fails unless they
+//!   all pass and at least one ran.
+//!
+//! Std only, so that it stands alone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// Set to `1` inside the guest by `scripts/real-kernel run`.
+pub const GUEST_ENV: &str = "REAL_KERNEL_GUEST";
+
+/// Host variables handed on to the guest when set.
+const FORWARDED_ENV: &[&str] = &["RUST_BACKTRACE", "RUST_LOG", "CNI_TEST_PLUGIN_DIR"];
+
+/// The repository root (the parent of this crate).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("netns-tests lives inside the repository")
+        .to_path_buf()
+}
+
+/// `scripts/real-kernel`.
+pub fn script() -> PathBuf {
+    repo_root().join("scripts").join("real-kernel")
+}
+
+/// Whether this process runs inside the real-kernel guest.
+pub fn in_guest() -> bool {
+    std::env::var(GUEST_ENV).as_deref() == Ok("1")
+}
+
+/// Fails the test unless it runs inside the real-kernel guest: guest-only tests start with it, so
+/// that `cargo test -- --ignored` on the host fails loudly instead of testing the host's kernel.
+///
+/// # Panics
+/// Outside the guest.
+pub fn require_guest() {
+    if !in_guest() {
+        panic!(
+            "this test runs inside the real-kernel guest ({GUEST_ENV}=1 is not set): it is driven \
+             by a host test through run_ignored_tests_in_guest, or by hand with \
+             `scripts/real-kernel run -- <test binary> --ignored <name>`"
+        );
+    }
+}
+
+fn render(out: &Output) -> String {
+    format!(
+        "exit status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `scripts/real-kernel setup` once per process: installs QEMU, virtme-ng and the kernel
+/// when missing (needs root and, the first time, the package registries); about 1 s when all is
+/// there. Setups in several processes at once are serialized by the script.
+///
+/// # Panics
+/// If the tier cannot be set up, with the script's output.
+pub fn setup() {
+    static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = SETUP.get_or_init(|| {
+        let out = Command::new(script())
+            .arg("setup")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the real-kernel test tier cannot be set up on this machine \
+                 (`scripts/real-kernel setup` failed); tests that need bridge VLAN filtering, \
+                 802.1Q or the openvswitch datapath cannot run:\n{}",
+                render(&out)
+            ))
+        }
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// Sets the tier up ([`setup`]), boots the guest and runs `command` (a program and its arguments,
+/// no shell) as root, with the repository as working directory; returns its output once the
+/// guest has powered off. `options` are `scripts/real-kernel run` options (`--timeout`,
+/// `--memory`, `--env NAME`, ...). The exit status is the command's, or 125 when the guest never
+/// reported one (boot failure, crash, timeout); the kernel console is then on stderr.
+///
+/// # Panics
+/// If the tier cannot be set up or the script cannot be started.
+pub fn run(options: &[&str], command: &[&str]) -> Output {
+    assert!(!command.is_empty(), "run: empty command");
+    setup();
+    // One guest at a time per process: two software-emulated guests on our 2 cores take longer
+    // together than one after the other.
+    static ONE_GUEST: Mutex<()> = Mutex::new(());
+    let _guard = ONE_GUEST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut cmd = Command::new(script());
+    cmd.arg("run").args(options);
+    for name in FORWARDED_ENV {
+        if std::env::var_os(name).is_some() {
+            cmd.args(["--env", name]);
+        }
+    }
+    cmd.arg("--").args(command).stdin(Stdio::null());
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script().display()))
+}
+
+/// [`run`], and panics with the whole output unless the command exits 0; returns its stdout.
+///
+/// # Panics
+/// As [`run`], and if the command fails in the guest.
+pub fn run_ok(options: &[&str], command: &[&str]) -> String {
+    let out = run(options, command);
+    if !out.status.success() {
+        panic!(
+            "`scripts/real-kernel run -- {}` failed:\n{}",
+            command.join(" "),
+            render(&out)
+        );
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Boots the guest once and runs, inside, the `#[ignore]`d tests of the current test binary whose
+/// names contain `filter` (`<this binary> --ignored <filter>`). Returns the harness's stdout.
+///
+/// # Panics
+/// If any of them fails, if none ran (a filter that matches nothing must not pass), or if called
+/// inside the guest.
+pub fn run_ignored_tests_in_guest(filter: &str) -> String {
+    assert!(
+        !in_guest(),
+        "run_ignored_tests_in_guest is for the host side"
+    );
+    let exe = std::env::current_exe().expect("the path of the running test binary");
+    let exe = exe.to_str().expect("the test binary's path is UTF-8");
+    let stdout = run_ok(&[], &[exe, "--ignored", filter]);
+    let ran: usize = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("test result: ok. "))
+        .filter_map(|rest| rest.split(" passed").next()?.trim().parse::<usize>().ok())
+        .sum();
+    if ran == 0 {
+        panic!("no test matching `{filter}` ran inside the guest:\n{stdout}");
+    }
+    stdout
+}
