@@ -35,12 +35,19 @@ impl Plugin for Tuning {
         let prev = req.require_prev_result()?;
         let settings = settings(req)?;
         let ns = req.open_netns()?;
-        let (nl, link, originals) = enter(&ns, &req.cmd.ifname, &settings)?;
-
-        if settings.touches_link() || !settings.sysctls.is_empty() {
-            let store = StateDir::ephemeral(&settings.data_dir);
-            let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
-            let mut backup = Backup::capture(&settings, &link, originals);
+        let store = StateDir::ephemeral(&settings.data_dir);
+        let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
+        let changes = settings.touches_link() || !settings.sysctls.is_empty();
+        // One trip into the namespace (each costs a thread) for the socket, the interface, the
+        // saved originals and the sysctls.
+        let (nl, link, backup) = ns.run(|| {
+            let nl = Netlink::current()?;
+            let link = container_link(&nl, &req.cmd.ifname)?;
+            if !changes {
+                return Ok((nl, link, None));
+            }
+            let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
+            let mut backup = Backup::capture(&settings, &link, read_sysctls(&paths)?);
             if let Some(earlier) = store.read::<Backup>(&file).ok().flatten() {
                 backup = backup.keep_originals_from(earlier);
             }
@@ -51,12 +58,18 @@ impl Plugin for Tuning {
             store
                 .write(&file, &backup)
                 .context("saving the values to restore")?;
-            if let Err(e) = apply(&ns, &nl, &link, &settings) {
-                let leftovers = restore(&ns, &nl, link.index, &backup);
-                report("rollback", &leftovers);
-                if leftovers.is_empty() {
-                    let _ = store.remove(&file);
-                }
+            if let Err(e) = write_sysctls(&settings) {
+                rolled_back(restore_sysctls(&backup.sysctl), &store, &file);
+                return Err(e);
+            }
+            Ok((nl, link, Some(backup)))
+        })?;
+        if let Some(backup) = &backup {
+            if let Err(e) = set_link(&nl, &link, &settings) {
+                let leftovers = ns
+                    .run(|| Ok(restore(&nl, link.index, backup)))
+                    .unwrap_or_else(|e| vec![e]);
+                rolled_back(leftovers, &store, &file);
                 return Err(e);
             }
         }
@@ -85,16 +98,20 @@ impl Plugin for Tuning {
             // The namespace and everything in it is gone: nothing left to restore.
             return store.remove(&file);
         };
-        let nl = Netlink::in_netns(&ns)?;
-        let Some(link) = nl.link_show(&req.cmd.ifname)? else {
-            // The interface went with its creator's DEL; namespace-wide sysctls still restore.
-            let errors = restore_sysctls(&ns, &backup.sysctl);
-            report("DEL", &errors);
-            return store.remove(&file);
-        };
-        let errors = restore(&ns, &nl, link.index, &backup);
+        let (errors, restored) = ns.run(|| {
+            let nl = Netlink::current()?;
+            Ok(match nl.link_show(&req.cmd.ifname)? {
+                // The interface went with its creator's DEL; namespace-wide sysctls still restore.
+                None => (restore_sysctls(&backup.sysctl), true),
+                Some(link) => {
+                    let errors = restore(&nl, link.index, &backup);
+                    let ok = errors.is_empty();
+                    (errors, ok)
+                }
+            })
+        })?;
         report("DEL", &errors);
-        if errors.is_empty() {
+        if restored {
             store.remove(&file)?;
         }
         Ok(())
@@ -268,16 +285,15 @@ fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-/// The reference plugin's order: sysctls, then mac, promisc, mtu, allmulti, txqueuelen.
-fn apply(ns: &NetNs, nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
-    let sysctls = &s.sysctls;
-    if !sysctls.is_empty() {
-        ns.run(|| {
-            sysctls.iter().try_for_each(|sc| {
-                sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
-            })
-        })?;
-    }
+/// Writes the configured sysctls; called inside the namespace.
+fn write_sysctls(s: &Settings) -> Result<()> {
+    s.sysctls.iter().try_for_each(|sc| {
+        sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
+    })
+}
+
+/// After the sysctls, in the reference plugin's order: mac, promisc, mtu, allmulti, txqueuelen.
+fn set_link(nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
     let i = link.index;
     if let Some(mac) = s.mac {
         nl.link_set_address(i, &mac)
@@ -302,8 +318,17 @@ fn apply(ns: &NetNs, nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Puts the saved values back, in reverse order, carrying on past failures.
-fn restore(ns: &NetNs, nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
+/// A failed ADD: the state is dropped only when everything was put back.
+fn rolled_back(leftovers: Vec<Error>, store: &StateDir, file: &str) {
+    report("rollback", &leftovers);
+    if leftovers.is_empty() {
+        let _ = store.remove(file);
+    }
+}
+
+/// Puts the saved values back, in reverse order, carrying on past failures. Called inside the
+/// namespace (for the sysctls).
+fn restore(nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
     let mut errors = Vec::new();
     let mut attempt = |r: Result<()>, what: &str| {
         if let Err(e) = r {
@@ -326,27 +351,22 @@ fn restore(ns: &NetNs, nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
         let parsed = cni_common::mac::MacAddr::parse(mac);
         attempt(parsed.and_then(|m| nl.link_set_address(index, &m)), "mac");
     }
-    errors.extend(restore_sysctls(ns, &b.sysctl));
+    errors.extend(restore_sysctls(&b.sysctl));
     errors
 }
 
 /// Restores sysctls whose files still exist (per-interface ones vanish with the interface).
-fn restore_sysctls(ns: &NetNs, sysctl: &BTreeMap<String, String>) -> Vec<Error> {
-    if sysctl.is_empty() {
-        return Vec::new();
-    }
-    ns.run(|| {
-        Ok(sysctl
-            .iter()
-            .filter(|(path, _)| Path::new("/proc/sys").join(path).exists())
-            .filter_map(|(path, value)| {
-                sysctl_write(path, value)
-                    .with_context(|| format!("restoring sysctl {path}"))
-                    .err()
-            })
-            .collect())
-    })
-    .unwrap_or_else(|e| vec![e])
+/// Called inside the namespace.
+fn restore_sysctls(sysctl: &BTreeMap<String, String>) -> Vec<Error> {
+    sysctl
+        .iter()
+        .filter(|(path, _)| Path::new("/proc/sys").join(path).exists())
+        .filter_map(|(path, value)| {
+            sysctl_write(path, value)
+                .with_context(|| format!("restoring sysctl {path}"))
+                .err()
+        })
+        .collect()
 }
 
 fn report(what: &str, errors: &[Error]) {
