@@ -5,12 +5,14 @@
 //! releases the address again, so a failed ADD leaves no reservation behind.
 
 use std::io::Write;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
 use serde_json::Value;
 
 use crate::error::{Code, Error, Result};
+use crate::netlink::{Netlink, NewRoute};
 use crate::result::CniResult;
 use crate::skel::Request;
 use crate::version::Command;
@@ -174,6 +176,104 @@ impl<C> Drop for Lease<'_, C> {
             eprintln!("rollback: releasing the IPAM lease failed: {e}");
         }
     }
+}
+
+/// The gateways of the result's addresses on interface `pos`: the first IPv4 and IPv6 one.
+fn gateways(result: &CniResult, pos: usize) -> (Option<IpAddr>, Option<IpAddr>) {
+    let mut v4 = None;
+    let mut v6 = None;
+    for ip in result
+        .ips
+        .iter()
+        .filter(|ip| on_interface(ip.interface, pos))
+    {
+        match ip.gateway {
+            Some(gw @ IpAddr::V4(_)) if v4.is_none() => v4 = Some(gw),
+            Some(gw @ IpAddr::V6(_)) if v6.is_none() => v6 = Some(gw),
+            _ => {}
+        }
+    }
+    (v4, v6)
+}
+
+fn on_interface(interface: Option<i64>, pos: usize) -> bool {
+    interface.and_then(|i| usize::try_from(i).ok()) == Some(pos)
+}
+
+/// Puts the result's addresses for interface `pos` on link `index` and adds every route
+/// through it, as the reference plugins' ConfigureIface does: a route without a gateway
+/// goes via the gateway of an address of its family, if any. Runs in the container's
+/// namespace; the link is set up first so that routes via a gateway can be added.
+pub fn configure_iface(nl: &Netlink, index: u32, pos: usize, result: &CniResult) -> Result<()> {
+    nl.link_set_up(index)?;
+    for ip in result
+        .ips
+        .iter()
+        .filter(|ip| on_interface(ip.interface, pos))
+    {
+        nl.addr_add(index, ip.address)?;
+    }
+    let (v4, v6) = gateways(result, pos);
+    for route in &result.routes {
+        let gw = route.gw.or(match route.dst {
+            ipnetwork::IpNetwork::V4(_) => v4,
+            ipnetwork::IpNetwork::V6(_) => v6,
+        });
+        let scope = route.scope.and_then(|s| u8::try_from(s).ok());
+        nl.route_add(
+            index,
+            &NewRoute {
+                dst: route.dst,
+                gw,
+                mtu: route.mtu,
+                advmss: route.advmss,
+                priority: route.priority,
+                table: route.table,
+                scope,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// CHECK's half of [`configure_iface`]: every address of interface `pos` is on link `index`
+/// and every route is there (same destination, and gateway when the result names one).
+pub fn check_iface(nl: &Netlink, index: u32, pos: usize, result: &CniResult) -> Result<()> {
+    let addrs = nl.addr_list(index)?;
+    for ip in result
+        .ips
+        .iter()
+        .filter(|ip| on_interface(ip.interface, pos))
+    {
+        if !addrs.contains(&ip.address) {
+            return Err(Error::system(format!(
+                "address {} is not on the interface (it has {addrs:?})",
+                ip.address
+            )));
+        }
+    }
+    let mut have = Vec::new();
+    for ipv6 in [false, true] {
+        if result.routes.iter().any(|r| r.dst.is_ipv6() == ipv6) {
+            have.extend(nl.route_list(index, ipv6)?);
+        }
+    }
+    let (v4, v6) = gateways(result, pos);
+    for route in &result.routes {
+        let dst = ipnetwork::IpNetwork::new(route.dst.network(), route.dst.prefix())
+            .map_err(|e| Error::system(format!("route {}: {e}", route.dst)))?;
+        let gw = route.gw.or(if dst.is_ipv4() { v4 } else { v6 });
+        let found = have
+            .iter()
+            .any(|r| r.dst == dst && (gw.is_none() || r.gw == gw));
+        if !found {
+            let via = gw.map(|g| format!(" via {g}")).unwrap_or_default();
+            return Err(Error::system(format!(
+                "route {dst}{via} is not on the interface"
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

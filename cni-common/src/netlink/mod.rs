@@ -26,6 +26,10 @@ use crate::error::{Context, Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
 
+mod route;
+
+pub use route::{NewRoute, RouteEntry};
+
 /// Longest interface name plus the NUL (IFNAMSIZ).
 const IFNAMSIZ: usize = 16;
 

@@ -1,0 +1,157 @@
+//! `ip route`: the routes an IPAM result asks for, added and checked on one link.
+
+use std::net::IpAddr;
+
+use ipnetwork::IpNetwork;
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteMetric, RouteProtocol,
+    RouteScope, RouteType,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+
+use super::Netlink;
+use crate::error::{Context, Error, Result};
+
+/// One route of `ip route show dev <index>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteEntry {
+    pub dst: IpNetwork,
+    pub gw: Option<IpAddr>,
+    pub table: u32,
+}
+
+/// What `ip route add` takes, as a CNI result's route carries it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRoute {
+    pub dst: IpNetwork,
+    pub gw: Option<IpAddr>,
+    pub mtu: Option<u32>,
+    pub advmss: Option<u32>,
+    pub priority: Option<u32>,
+    pub table: Option<u32>,
+    pub scope: Option<u8>,
+}
+
+fn family(ip: &IpAddr) -> AddressFamily {
+    match ip {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    }
+}
+
+impl Netlink {
+    /// `ip route add <dst> [via <gw>] dev <index> [mtu M] [advmss A] [metric P] [table T]
+    /// [scope S]`. A route without a gateway is on-link (scope link), as `ip` makes it.
+    pub fn route_add(&self, index: u32, route: &NewRoute) -> Result<()> {
+        let dst = route.dst;
+        let mut msg = RouteMessage::default();
+        msg.header.address_family = family(&dst.ip());
+        msg.header.destination_prefix_length = dst.prefix();
+        msg.header.protocol = RouteProtocol::Boot;
+        msg.header.kind = RouteType::Unicast;
+        msg.header.scope = match (route.scope, route.gw) {
+            (Some(scope), _) => RouteScope::from(scope),
+            (None, Some(_)) => RouteScope::Universe,
+            (None, None) => RouteScope::Link,
+        };
+        let table = route.table.unwrap_or(u32::from(RouteHeader::RT_TABLE_MAIN));
+        // Tables above 255 only fit the attribute.
+        msg.header.table = u8::try_from(table).unwrap_or(RouteHeader::RT_TABLE_UNSPEC);
+        msg.attributes.push(RouteAttribute::Table(table));
+        // The network address, not a host inside it: the kernel refuses host bits.
+        let network = IpNetwork::new(dst.network(), dst.prefix())
+            .map_err(|e| Error::system(format!("route {dst}: {e}")))?;
+        if network.prefix() > 0 {
+            msg.attributes
+                .push(RouteAttribute::Destination(RouteAddress::from(
+                    network.ip(),
+                )));
+        }
+        if let Some(gw) = route.gw {
+            msg.attributes
+                .push(RouteAttribute::Gateway(RouteAddress::from(gw)));
+        }
+        msg.attributes.push(RouteAttribute::Oif(index));
+        if let Some(priority) = route.priority {
+            msg.attributes.push(RouteAttribute::Priority(priority));
+        }
+        let mut metrics = Vec::new();
+        if let Some(mtu) = route.mtu {
+            metrics.push(RouteMetric::Mtu(mtu));
+        }
+        if let Some(advmss) = route.advmss {
+            metrics.push(RouteMetric::Advmss(advmss));
+        }
+        if !metrics.is_empty() {
+            msg.attributes.push(RouteAttribute::Metrics(metrics));
+        }
+        self.ack(
+            RouteNetlinkMessage::NewRoute(msg),
+            NLM_F_CREATE | NLM_F_EXCL,
+        )
+        .with_context(|| {
+            let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+            format!("ip route add {network}{via} dev {index}")
+        })
+    }
+
+    /// `ip route show table all dev <index>` for one family: unicast routes only.
+    pub fn route_list(&self, index: u32, ipv6: bool) -> Result<Vec<RouteEntry>> {
+        let mut req = RouteMessage::default();
+        req.header.address_family = if ipv6 {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
+        // With strict checking the kernel filters by output interface itself.
+        req.attributes.push(RouteAttribute::Oif(index));
+        let replies = self
+            .dump(RouteNetlinkMessage::GetRoute(req))
+            .with_context(|| format!("ip route show dev {index}"))?;
+        let mut routes = Vec::new();
+        for reply in replies {
+            let RouteNetlinkMessage::NewRoute(msg) = reply else {
+                continue;
+            };
+            if msg.header.kind != RouteType::Unicast {
+                continue;
+            }
+            let mut oif = None;
+            let mut dst = None;
+            let mut gw = None;
+            let mut table = u32::from(msg.header.table);
+            for attr in &msg.attributes {
+                match attr {
+                    RouteAttribute::Oif(i) => oif = Some(*i),
+                    RouteAttribute::Destination(a) => dst = route_ip(a),
+                    RouteAttribute::Gateway(a) => gw = route_ip(a),
+                    RouteAttribute::Table(t) => table = *t,
+                    _ => {}
+                }
+            }
+            // Older kernels ignore the filter.
+            if oif != Some(index) {
+                continue;
+            }
+            let unspecified = if ipv6 {
+                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+            };
+            let ip = dst.unwrap_or(unspecified);
+            let dst = IpNetwork::new(ip, msg.header.destination_prefix_length)
+                .map_err(|e| Error::system(format!("route {ip} from the kernel: {e}")))?;
+            routes.push(RouteEntry { dst, gw, table });
+        }
+        Ok(routes)
+    }
+}
+
+fn route_ip(addr: &RouteAddress) -> Option<IpAddr> {
+    match addr {
+        RouteAddress::Inet(ip) => Some(IpAddr::V4(*ip)),
+        RouteAddress::Inet6(ip) => Some(IpAddr::V6(*ip)),
+        _ => None,
+    }
+}
