@@ -11,6 +11,7 @@ use std::process::{Command as Process, Stdio};
 
 use serde_json::Value;
 
+use crate::env::CmdArgs;
 use crate::error::{Code, Error, Result};
 use crate::netlink::{Netlink, NewRoute};
 use crate::result::CniResult;
@@ -46,26 +47,25 @@ pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
 /// Runs the delegate for `verb` with the request's environment and config.
 fn exec<C>(ipam_type: &str, verb: Command, req: &Request<C>) -> Result<String> {
     let binary = find_in_path(ipam_type, &req.cmd.path)?;
-    run_delegate(&binary, verb, req)
+    run_delegate(&binary, verb, &req.cmd, &req.stdin)
         .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} {}", verb.as_str())))
 }
 
-fn run_delegate<C>(binary: &Path, verb: Command, req: &Request<C>) -> Result<String> {
-    let cni_args = req
-        .cmd
+fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Result<String> {
+    let cni_args = cmd
         .args
         .pairs()
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(";");
-    let cni_path = std::env::join_paths(&req.cmd.path)
+    let cni_path = std::env::join_paths(&cmd.path)
         .map_err(|e| Error::invalid_env(format!("CNI_PATH: {e}")))?;
     let mut child = Process::new(binary)
         .env("CNI_COMMAND", verb.as_str())
-        .env("CNI_CONTAINERID", &req.cmd.container_id)
-        .env("CNI_NETNS", &req.cmd.netns)
-        .env("CNI_IFNAME", &req.cmd.ifname)
+        .env("CNI_CONTAINERID", &cmd.container_id)
+        .env("CNI_NETNS", &cmd.netns)
+        .env("CNI_IFNAME", &cmd.ifname)
         .env("CNI_ARGS", cni_args)
         .env("CNI_PATH", cni_path)
         .stdin(Stdio::piped())
@@ -73,10 +73,10 @@ fn run_delegate<C>(binary: &Path, verb: Command, req: &Request<C>) -> Result<Str
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(Code::Ipam, format!("starting {}: {e}", binary.display())))?;
-    if let Some(mut stdin) = child.stdin.take() {
+    if let Some(mut pipe) = child.stdin.take() {
         // A delegate that exits without reading its stdin closes the pipe; its exit status and
         // stdout tell what happened, so a write error here is not the interesting one.
-        let _ = stdin.write_all(&req.stdin);
+        let _ = pipe.write_all(stdin);
     }
     let out = child
         .wait_with_output()
@@ -146,11 +146,42 @@ pub fn exec_check<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
 }
 
 pub fn exec_status<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    if !delegate_knows_1_1(ipam_type, req)? {
+        return Ok(());
+    }
     exec(ipam_type, Command::Status, req).map(drop)
 }
 
+/// IPAM GC, when the delegate knows GC.
 pub fn exec_gc<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    if !delegate_knows_1_1(ipam_type, req)? {
+        return Ok(());
+    }
     exec(ipam_type, Command::Gc, req).map(drop)
+}
+
+/// Whether the delegate speaks spec 1.1.0, which brought STATUS and GC. An older delegate
+/// (Debian's host-local 1.1.1 is one) does not know the verbs and would fail on them as if they
+/// were a malformed ADD; for it there is nothing to report or collect, as libcni also decides.
+fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
+    let binary = find_in_path(ipam_type, &req.cmd.path)?;
+    let out = run_delegate(
+        &binary,
+        Command::Version,
+        &req.cmd,
+        br#"{"cniVersion":"1.1.0"}"#,
+    )
+    .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} VERSION")))?;
+    let versions: Value = serde_json::from_str(&out).map_err(|e| {
+        Error::new(
+            Code::Ipam,
+            format!("IPAM plugin {ipam_type:?} VERSION: undecodable answer: {e}"),
+        )
+    })?;
+    Ok(versions
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|v| v.iter().any(|v| v.as_str() == Some("1.1.0"))))
 }
 
 /// An address reserved by IPAM ADD during this call.

@@ -1,7 +1,7 @@
 //! The CNI specification library every plugin binary shares.
 //!
 //! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`].
-//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`].
+//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`].
 
 pub mod args;
 pub mod config;
@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod ipam;
 pub mod mac;
+pub mod naming;
 pub mod netlink;
 pub mod netns;
 pub mod result;

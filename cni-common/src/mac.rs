@@ -28,6 +28,22 @@ impl MacAddr {
     pub fn octets(&self) -> [u8; 6] {
         self.0
     }
+
+    /// A random locally administered unicast address, as the kernel gives a new veth. Choosing
+    /// it ourselves saves reading it back from the container's namespace.
+    pub fn random_local() -> Result<MacAddr> {
+        let mut b = [0u8; 6];
+        // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
+        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+        if usize::try_from(n).ok() != Some(b.len()) {
+            return Err(Error::system(format!(
+                "getrandom: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        b[0] = (b[0] & 0xfe) | 0x02;
+        Ok(MacAddr(b))
+    }
 }
 
 impl FromStr for MacAddr {
@@ -92,6 +108,14 @@ impl TryFrom<&[u8]> for MacAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_local_addresses_are_unicast_locally_administered_and_differ() {
+        let a = MacAddr::random_local().expect("random");
+        let b = MacAddr::random_local().expect("random");
+        assert!(!a.is_multicast() && a.0[0] & 2 == 2, "{a}");
+        assert_ne!(a, b);
+    }
 
     #[test]
     fn parses_colon_and_dash_forms_in_any_case() {

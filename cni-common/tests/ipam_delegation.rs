@@ -155,7 +155,7 @@ fn recording_delegate(dir: &Path) -> PathBuf {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nenv | grep '^CNI_' | sort > {d}/env.$CNI_COMMAND\ncat > {d}/stdin.$CNI_COMMAND\n",
+            "#!/bin/sh\nif [ \"$CNI_COMMAND\" = VERSION ]; then echo '{{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.0.0\",\"1.1.0\"]}}'; exit 0; fi\nenv | grep '^CNI_' | sort > {d}/env.$CNI_COMMAND\ncat > {d}/stdin.$CNI_COMMAND\n",
             d = dir.display()
         ),
     )
@@ -189,4 +189,16 @@ fn status_and_gc_reach_the_delegate_with_the_same_environment_and_whole_config()
         .expect("stdin is the JSON config");
         assert_eq!(stdin, conf, "the delegate must get the whole config");
     }
+}
+
+#[test]
+fn status_and_gc_skip_a_delegate_older_than_spec_1_1() {
+    // Debian's host-local 1.1.1 stops at 1.0.0 and would fail on verbs it does not know.
+    let dir = Dir::new("old-delegate");
+    let mut conf = host_local_conf(&dir.0);
+    conf["cniVersion"] = json!("1.1.0");
+    conf["cni.dev/valid-attachments"] = json!([]);
+    let path = [Path::new(GO_PLUGINS)];
+    exec_status("host-local", &request(Command::Status, &conf, &path)).expect("STATUS");
+    exec_gc("host-local", &request(Command::Gc, &conf, &path)).expect("GC");
 }

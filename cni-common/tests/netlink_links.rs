@@ -47,6 +47,10 @@ fn veth_peer_is_created_directly_in_the_other_netns() {
         Netlink::in_netns(&host).expect("netlink in host ns"),
         Netlink::in_netns(&cont).expect("netlink in container ns"),
     );
+    assert!(nl_host
+        .link_add_bridge("cnit-br0", None, false)
+        .expect("create bridge"));
+    let bridge = show(&nl_host, "cnit-br0");
     let index = nl_host
         .link_add_veth(&Veth {
             name: "cnit-host0",
@@ -55,11 +59,16 @@ fn veth_peer_is_created_directly_in_the_other_netns() {
             mtu: Some(1400),
             mac: Some(mac("02:00:00:00:00:01")),
             peer_mac: Some(mac("02:00:00:00:00:02")),
+            master: Some(bridge.index),
+            up: true,
         })
         .expect("create veth");
 
     let local = show(&nl_host, "cnit-host0");
     assert_eq!(local.index, index);
+    // Enslaved and up from the single creating request.
+    assert_eq!(local.master, Some(bridge.index));
+    assert!(local.up);
     assert_eq!(local.kind.as_deref(), Some("veth"));
     assert_eq!(local.mtu, 1400);
     assert_eq!(local.mac, Some(mac("02:00:00:00:00:01")));
@@ -322,4 +331,56 @@ fn in_netns_sees_only_that_namespace() {
     // iproute2 agrees about where the link is.
     ip(&a, &["link", "show", "dev", "cnit-only-a"]);
     assert!(!ip(&b, &["link", "show"]).contains("cnit-only-a"));
+}
+
+#[test]
+fn link_add_bridge_tolerates_an_existing_bridge_and_reports_it() {
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    assert!(nl.link_add_bridge("cnit-br1", Some(1400), false).expect("first"));
+    assert!(!nl.link_add_bridge("cnit-br1", Some(1400), false).expect("second"));
+    let br = show(&nl, "cnit-br1");
+    assert_eq!(br.kind.as_deref(), Some("bridge"));
+    assert_eq!(br.mtu, 1400);
+    assert_eq!(br.vlan_filtering, Some(false));
+    // Kernels built without VLAN filtering (this host's) do not report a default PVID.
+    assert!(matches!(br.vlan_default_pvid, None | Some(1)), "{br:?}");
+}
+
+#[test]
+fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    nl.link_add_bridge("cnit-br2", None, false).expect("bridge");
+    let br = show(&nl, "cnit-br2");
+    for (name, peer) in [("cnit-p0", "cnit-q0"), ("cnit-p1", "cnit-q1")] {
+        nl.link_add_veth(&Veth {
+            name,
+            peer_name: peer,
+            master: Some(br.index),
+            ..Veth::default()
+        })
+        .expect("veth");
+    }
+    let p0 = show(&nl, "cnit-p0");
+    nl.link_set_alias(p0.index, "cni-bridge test").expect("alias");
+    nl.bridge_link_set(
+        p0.index,
+        &cni_common::netlink::BridgePort {
+            hairpin: Some(true),
+            isolated: Some(true),
+        },
+    )
+    .expect("port flags");
+    let mut ports: Vec<String> = nl
+        .link_list_ports(br.index)
+        .expect("ports")
+        .into_iter()
+        .map(|l| format!("{} {:?}", l.name, l.alias))
+        .collect();
+    ports.sort();
+    assert_eq!(ports, vec!["cnit-p0 Some(\"cni-bridge test\")", "cnit-p1 None"]);
+    let data = ip_link_json(&ns, "cnit-p0")["linkinfo"]["info_slave_data"].clone();
+    assert_eq!(data["hairpin"], true, "{data}");
+    assert_eq!(data["isolated"], true, "{data}");
 }

@@ -147,12 +147,28 @@ fn fixture(
 
 #[test]
 fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
-    const MAC: &str = "c2:11:22:33:44:55";
     let tag = "bridge-tuning-mac";
     // Go bridge + host-local, OUR tuning (fails here, with build instructions, if not built).
     let plugins = PluginDir::new(tag)
         .with_go(&["bridge", "host-local"])
         .with_ours(&["tuning"]);
+    bridge_then_tuning_sets_mac_through_runtime_config(tag, plugins);
+}
+
+#[test]
+fn our_bridge_then_our_tuning_sets_mac_through_runtime_config() {
+    let tag = "our-bridge-tuning-mac";
+    let plugins = PluginDir::new(tag)
+        .with_go(&["host-local"])
+        .with_ours(&["bridge", "tuning"]);
+    bridge_then_tuning_sets_mac_through_runtime_config(tag, plugins);
+}
+
+/// A conflist of `bridge` (with host-local) then `tuning` with the `mac` capability, through
+/// libcni with Multus's CNI_ARGS: the pod's interface gets the MAC; CHECK passes; DEL, twice,
+/// leaves nothing.
+fn bridge_then_tuning_sets_mac_through_runtime_config(tag: &str, plugins: PluginDir) {
+    const MAC: &str = "c2:11:22:33:44:55";
     let Fixture {
         att,
         pod,

@@ -16,7 +16,8 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{
-    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
+    InfoBridge, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+    State,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::protocols::NETLINK_ROUTE;
@@ -26,8 +27,10 @@ use crate::error::{Context, Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
 
+mod bridge;
 mod route;
 
+pub use bridge::{BridgePort, PortVlan};
 pub use route::{NewRoute, RouteEntry};
 
 /// Longest interface name plus the NUL (IFNAMSIZ).
@@ -105,6 +108,12 @@ pub struct Link {
     pub link: Option<u32>,
     /// Operational state is UP (carrier and all).
     pub oper_up: bool,
+    /// IFLA_IFALIAS: `ip link set <dev> alias <text>`.
+    pub alias: Option<String>,
+    /// For a bridge: whether it filters by VLAN (IFLA_BR_VLAN_FILTERING).
+    pub vlan_filtering: Option<bool>,
+    /// For a bridge: the VLAN a new port joins as PVID, untagged (0: none).
+    pub vlan_default_pvid: Option<u16>,
 }
 
 impl Link {
@@ -123,6 +132,9 @@ impl Link {
             master: None,
             link: None,
             oper_up: false,
+            alias: None,
+            vlan_filtering: None,
+            vlan_default_pvid: None,
         };
         for attr in msg.attributes {
             match attr {
@@ -134,10 +146,25 @@ impl Link {
                 LinkAttribute::Controller(index) => link.master = Some(index),
                 LinkAttribute::Link(index) => link.link = Some(index),
                 LinkAttribute::OperState(state) => link.oper_up = state == State::Up,
+                LinkAttribute::IfAlias(alias) => link.alias = Some(alias),
                 LinkAttribute::LinkInfo(infos) => {
                     for info in infos {
-                        if let LinkInfo::Kind(kind) = info {
-                            link.kind = Some(kind.to_string());
+                        match info {
+                            LinkInfo::Kind(kind) => link.kind = Some(kind.to_string()),
+                            LinkInfo::Data(InfoData::Bridge(attrs)) => {
+                                for attr in attrs {
+                                    match attr {
+                                        InfoBridge::VlanFiltering(on) => {
+                                            link.vlan_filtering = Some(on)
+                                        }
+                                        InfoBridge::VlanDefaultPvid(vid) => {
+                                            link.vlan_default_pvid = Some(vid)
+                                        }
+                                        _ => {}
+                                    }
+                                }
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -148,8 +175,11 @@ impl Link {
     }
 }
 
-/// A veth pair to create: `ip link add <name> [mtu M] [address A] type veth peer name <peer_name>
-/// [mtu M] [address A] [netns N]`.
+/// A veth pair to create: `ip link add <name> [mtu M] [address A] [master B] [up]
+/// type veth peer name <peer_name> [mtu M] [address A] [netns N]`.
+///
+/// The peer cannot be brought up in the same request (the kernel opens it before the pair is
+/// joined and refuses with ENOTCONN), and the kernel ignores an alias given at creation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Veth<'a> {
     pub name: &'a str,
@@ -160,6 +190,10 @@ pub struct Veth<'a> {
     pub mtu: Option<u32>,
     pub mac: Option<MacAddr>,
     pub peer_mac: Option<MacAddr>,
+    /// The bridge (or other controller) `name` joins as it is created.
+    pub master: Option<u32>,
+    /// `name` is created administratively up.
+    pub up: bool,
 }
 
 /// A netlink socket bound to one network namespace.
@@ -441,6 +475,11 @@ impl Netlink {
     /// `name`. The peer is created directly in its namespace (IFLA_NET_NS_FD inside the peer's
     /// info), so it never appears, or collides, in ours.
     pub fn link_add_veth(&self, veth: &Veth) -> Result<u32> {
+        self.link_add_veth_show(veth).map(|link| link.index)
+    }
+
+    /// [`Netlink::link_add_veth`], returning what `ip link show <name>` says of the new link.
+    pub fn link_add_veth_show(&self, veth: &Veth) -> Result<Link> {
         let mut peer = link_message_named(veth.peer_name);
         let mut local = link_message_named(veth.name);
         if let Some(ns) = veth.peer_netns {
@@ -458,6 +497,13 @@ impl Netlink {
             local
                 .attributes
                 .push(LinkAttribute::Address(mac.octets().to_vec()));
+        }
+        if let Some(master) = veth.master {
+            local.attributes.push(LinkAttribute::Controller(master));
+        }
+        if veth.up {
+            local.header.flags |= LinkFlags::Up;
+            local.header.change_mask |= LinkFlags::Up;
         }
         local.attributes.push(LinkAttribute::LinkInfo(vec![
             LinkInfo::Kind(InfoKind::Veth),
@@ -486,7 +532,7 @@ impl Netlink {
         }
         // RTM_NEWLINK does not return the new index (NLM_F_ECHO for it needs Linux 6.3); ask.
         match self.link_show(veth.name)? {
-            Some(link) => Ok(link.index),
+            Some(link) => Ok(link),
             None => Err(Error::system(format!("{}: created link vanished", doing()))),
         }
     }
@@ -539,6 +585,22 @@ impl Netlink {
         let attr = LinkAttribute::IfName(name.to_string());
         self.set_link(link_message_attr(index, attr))
             .with_context(|| format!("ip link set {index} name {name}"))
+    }
+
+    /// `ip link set <index> alias <alias>`.
+    pub fn link_set_alias(&self, index: u32, alias: &str) -> Result<()> {
+        let attr = LinkAttribute::IfAlias(alias.to_string());
+        self.set_link(link_message_attr(index, attr))
+            .with_context(|| format!("ip link set {index} alias {alias}"))
+    }
+
+    /// `ip link set dev <name> up`, naming the link instead of giving its index.
+    pub fn link_set_up_by_name(&self, name: &str) -> Result<()> {
+        let mut msg = link_message_named(name);
+        msg.header.flags.set(LinkFlags::Up, true);
+        msg.header.change_mask |= LinkFlags::Up;
+        self.set_link(msg)
+            .with_context(|| format!("ip link set dev {name} up"))
     }
 
     /// `ip link set <index> master <master>`.
@@ -616,6 +678,20 @@ impl Netlink {
         Ok(addrs)
     }
 
+    /// `ip addr del <addr> dev <index>`.
+    pub fn addr_del(&self, index: u32, addr: IpNetwork) -> Result<()> {
+        let mut msg = AddressMessage::default();
+        msg.header.index = index;
+        msg.header.prefix_len = addr.prefix();
+        msg.header.family = match addr {
+            IpNetwork::V4(_) => AddressFamily::Inet,
+            IpNetwork::V6(_) => AddressFamily::Inet6,
+        };
+        msg.attributes.push(AddressAttribute::Local(addr.ip()));
+        self.ack(RouteNetlinkMessage::DelAddress(msg), 0)
+            .with_context(|| format!("ip addr del {addr} dev {index}"))
+    }
+
     /// `ip addr add <addr> dev <index>`. IPv4 addresses get the subnet's broadcast address, as
     /// Go's netlink.AddrAdd gives them.
     pub fn addr_add(&self, index: u32, addr: IpNetwork) -> Result<()> {
@@ -642,12 +718,6 @@ impl Netlink {
         .with_context(|| format!("ip addr add {addr} dev {index}"))
     }
 }
-
-// bridge vlan helpers
-//
-// `bridge vlan` / `bridge link` belong in their own `impl Netlink` block here, each a thin
-// wrapper over `ack`: an AF_BRIDGE RTM_SETLINK with IFLA_AF_SPEC for port VLANs, an RTM_NEWLINK
-// with NLM_F_CREATE | NLM_F_EXCL and a bridge LinkInfo for creating a bridge.
 
 fn on_off(on: bool) -> &'static str {
     if on {

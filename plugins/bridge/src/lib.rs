@@ -1,0 +1,467 @@
+//! The bridge plugin: attaches a container to a Linux bridge on the node through a veth pair,
+//! with VLAN filtering (access, trunk, native VLAN), optional IPAM with the bridge as gateway,
+//! masquerade and a MAC spoof check. Config-compatible with the reference bridge plugin (v1.9).
+
+pub mod bridge;
+pub mod config;
+pub mod gateway;
+pub mod ipmasq;
+pub mod nft;
+pub mod spoofchk;
+pub mod veth;
+pub mod vlan;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use cni_common::ipam::{self, check_iface, configure_iface};
+use cni_common::mac::MacAddr;
+use cni_common::naming::{network_hash, AttachmentKey};
+use cni_common::netlink::{BridgePort, Link, Netlink, PortVlan};
+use cni_common::netns::NetNs;
+use cni_common::result::{CniResult, Interface};
+use cni_common::skel::{Plugin, Request};
+use cni_common::sysctl::sysctl_write;
+use cni_common::{Code, Error, Result};
+use ipnetwork::IpNetwork;
+
+use crate::bridge::ensure_bridge;
+use crate::config::{BridgeConf, Settings};
+use crate::gateway::{assign_gateways, enable_ip_forward, ensure_addr};
+use crate::ipmasq::{ipmasq_setup, ipmasq_teardown};
+use crate::spoofchk::{spoofchk_check, spoofchk_setup, spoofchk_teardown};
+use crate::veth::{add_port_veth, alias_key};
+use crate::vlan::{port_vlans, set_port_vlans};
+
+pub const ABOUT: &str = concat!(
+    "bridge CNI plugin ",
+    env!("CARGO_PKG_VERSION"),
+    " (CNI spec 0.1.0 to 1.1.0): Linux bridge with VLAN filtering, IPAM, gateway, ipMasq, macspoofchk"
+);
+
+/// Position of the container's interface in the result: after the bridge and the host veth.
+const CONTAINER_IFACE: usize = 2;
+
+/// How long the host end may take to come up after the pair is created, in growing steps:
+/// the kernel reports the carrier from a work queue, so it is rarely there at once.
+const PORT_UP_WAIT: &[u64] = &[0, 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 1000];
+
+pub struct Bridge;
+
+impl Plugin for Bridge {
+    type Config = BridgeConf;
+
+    fn add(&self, req: &Request<BridgeConf>) -> Result<CniResult> {
+        let s = Settings::resolve(req)?;
+        let ns = req.open_netns()?;
+        let nl = Netlink::current()?;
+        let key = attachment_key(req);
+        let mut undo = Undo::default();
+        add_attachment(req, &s, &ns, &nl, &key, &mut undo).inspect_err(|_| undo.run(&nl, &key))
+    }
+
+    fn del(&self, req: &Request<BridgeConf>) -> Result<()> {
+        let s = Settings::resolve(req)?;
+        let nl = Netlink::current()?;
+        let key = attachment_key(req);
+        // The host end is named after the attachment; deleting it takes the container end
+        // with it, without entering the container's namespace.
+        let host_veth = key.host_veth_name();
+        let mut deleted = false;
+        if let Some(link) = nl.link_show(&host_veth)? {
+            if alias_key(&link) == Some(key) {
+                nl.link_del(link.index)?;
+                deleted = true;
+            }
+        }
+        // An attachment made by another implementation: delete the container end by name.
+        if !deleted {
+            if let Some(ns) = req.open_netns_if_exists()? {
+                let ifname = req.cmd.ifname.as_str();
+                ns.run(|| Netlink::current()?.link_del_by_name(ifname).map(drop))?;
+            }
+        }
+        if let Some(ipam_type) = req.conf.ipam_type() {
+            ipam::exec_del(ipam_type, req)?;
+        }
+        if s.spoofchk {
+            spoofchk_teardown(&key, &host_veth)?;
+        }
+        if s.ip_masq {
+            ipmasq_teardown(&key)?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, req: &Request<BridgeConf>) -> Result<()> {
+        let s = Settings::resolve(req)?;
+        let prev = req.require_prev_result()?;
+        // An L2 attachment has no IPAM to ask (the reference fails here).
+        if let Some(ipam_type) = req.conf.ipam_type() {
+            ipam::exec_check(ipam_type, req)?;
+        }
+        let nl = Netlink::current()?;
+        let key = attachment_key(req);
+        check_attachment(req, &s, prev, &nl, &key)
+    }
+
+    fn status(&self, req: &Request<BridgeConf>) -> Result<()> {
+        Settings::resolve(req)?;
+        match req.conf.ipam_type() {
+            Some(ipam_type) => ipam::exec_status(ipam_type, req),
+            None => Ok(()),
+        }
+    }
+
+    fn gc(&self, req: &Request<BridgeConf>) -> Result<()> {
+        let s = Settings::resolve(req)?;
+        let network = network_hash(&req.conf.name);
+        let valid: HashSet<u64> = req
+            .conf
+            .gc_valid_attachments()
+            .iter()
+            .map(|a| AttachmentKey::new(&req.conf.name, &a.container_id, &a.ifname).attachment)
+            .collect();
+        let keep = |k: &AttachmentKey| k.network != network || valid.contains(&k.attachment);
+        let nl = Netlink::current()?;
+        if let Some(bridge) = nl.link_show(&s.bridge)? {
+            for port in nl.link_list_ports(bridge.index)? {
+                if alias_key(&port).is_some_and(|k| !keep(&k)) {
+                    nl.link_del(port.index)?;
+                }
+            }
+        }
+        // Without nft nothing of ours can be in nftables.
+        if nft::nft_available() {
+            spoofchk::TABLE.remove_unless(keep)?;
+            ipmasq::TABLE.remove_unless(keep)?;
+        }
+        if let Some(ipam_type) = req.conf.ipam_type() {
+            ipam::exec_gc(ipam_type, req)?;
+        }
+        Ok(())
+    }
+}
+
+fn attachment_key<C>(req: &Request<C>) -> AttachmentKey {
+    AttachmentKey::new(&req.conf.name, &req.cmd.container_id, &req.cmd.ifname)
+}
+
+/// What a failed ADD must take down again. The IPAM lease is released by its own guard.
+#[derive(Default)]
+struct Undo {
+    port: Option<u32>,
+    spoofchk: Option<String>,
+    ipmasq: bool,
+}
+
+impl Undo {
+    fn run(&self, nl: &Netlink, key: &AttachmentKey) {
+        let mut failures = Vec::new();
+        if let Some(host_veth) = &self.spoofchk {
+            failures.extend(spoofchk_teardown(key, host_veth).err());
+        }
+        if self.ipmasq {
+            failures.extend(ipmasq_teardown(key).err());
+        }
+        if let Some(port) = self.port {
+            failures.extend(nl.link_del(port).err());
+        }
+        for e in failures {
+            eprintln!("rollback: {e}");
+        }
+    }
+}
+
+fn add_attachment(
+    req: &Request<BridgeConf>,
+    s: &Settings,
+    ns: &NetNs,
+    nl: &Netlink,
+    key: &AttachmentKey,
+    undo: &mut Undo,
+) -> Result<CniResult> {
+    let ifname = req.cmd.ifname.as_str();
+    let bridge = ensure_bridge(nl, s)?;
+    let mac = match s.mac {
+        Some(mac) => mac,
+        None => MacAddr::random_local()?,
+    };
+    let host = add_port_veth(nl, ns, ifname, key, bridge.index, s, mac)?;
+    undo.port = Some(host.index);
+    set_port_vlans(nl, host.index, &bridge, s)?;
+    nl.bridge_link_set(
+        host.index,
+        &BridgePort {
+            hairpin: s.hairpin.then_some(true),
+            isolated: s.port_isolation.then_some(true),
+        },
+    )?;
+    // The bridge's MAC may have changed with its first port: read it again for the result and
+    // before a gateway address pins it.
+    let bridge = nl.link_show_index(bridge.index)?.unwrap_or(bridge);
+    let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
+    if s.spoofchk {
+        undo.spoofchk = Some(host.name.clone());
+        spoofchk_setup(key, &host.name, &mac, &label)?;
+    }
+
+    let mut result = CniResult::default();
+    let mut extra_interfaces = Vec::new();
+    let mut lease = None;
+    if let Some(ipam_type) = req.conf.ipam_type() {
+        let (ipam_result, l) = ipam::exec_add(ipam_type, req)?;
+        lease = Some(l);
+        if ipam_result.ips.is_empty() {
+            return Err(Error::new(
+                Code::Ipam,
+                "the IPAM plugin returned no IP addresses",
+            ));
+        }
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        result.dns = ipam_result.dns;
+        for ip in &mut result.ips {
+            ip.interface = Some(CONTAINER_IFACE as i64);
+        }
+        let gateways = if s.is_gateway {
+            assign_gateways(&mut result, s.is_default_gateway)
+        } else {
+            Vec::new()
+        };
+        let enable_dad = s.enable_dad;
+        let configured = &result;
+        ns.run(|| {
+            let cnl = Netlink::current()?;
+            let link = cnl
+                .link_show(ifname)?
+                .ok_or_else(|| Error::system(format!("{ifname} vanished from the container")))?;
+            container_sysctls(ifname, enable_dad);
+            configure_iface(&cnl, link.index, CONTAINER_IFACE, configured)
+        })?;
+        if s.is_gateway {
+            let holder = match s.vlan {
+                Some(vid) => {
+                    let vlan_iface = gateway_vlan_interface(nl, &bridge, vid, s)?;
+                    extra_interfaces.push(interface(&vlan_iface));
+                    vlan_iface
+                }
+                None => bridge.clone(),
+            };
+            for gw in &gateways {
+                ensure_addr(nl, &holder, *gw, s.force_address)?;
+            }
+            enable_ip_forward(&gateways)?;
+        }
+        if s.ip_masq {
+            let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
+            undo.ipmasq = true;
+            ipmasq_setup(key, &addrs, &label)?;
+        }
+    }
+    if let Some(dns) = req.conf.dns.as_ref().filter(|d| !d.is_empty()) {
+        result.dns = dns.clone();
+    }
+    if !s.disable_container_interface {
+        wait_port_up(nl, &host)?;
+    }
+    let mut interfaces = vec![
+        interface(&bridge),
+        interface(&host),
+        Interface {
+            name: ifname.to_string(),
+            mac: mac.to_string(),
+            mtu: s.mtu,
+            sandbox: req.cmd.netns.clone(),
+            ..Interface::default()
+        },
+    ];
+    interfaces.extend(extra_interfaces);
+    result.interfaces = interfaces;
+    if let Some(lease) = lease {
+        lease.commit();
+    }
+    Ok(result)
+}
+
+fn interface(link: &Link) -> Interface {
+    Interface {
+        name: link.name.clone(),
+        mac: link.mac.map(|m| m.to_string()).unwrap_or_default(),
+        ..Interface::default()
+    }
+}
+
+/// The container end's IPv6 DAD and ARP behaviour, set before its addresses. Keys that do not
+/// exist (IPv6 disabled) are skipped, as in the reference plugin.
+fn container_sysctls(ifname: &str, enable_dad: bool) {
+    if enable_dad {
+        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/enhanced_dad"), "1");
+        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/accept_dad"), "1");
+    } else {
+        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/accept_dad"), "0");
+    }
+    let _ = sysctl_write(&format!("net/ipv4/conf/{ifname}/arp_notify"), "1");
+}
+
+/// Waits for the host end to be operationally up, which the bridge needs to forward.
+fn wait_port_up(nl: &Netlink, host: &Link) -> Result<()> {
+    for ms in PORT_UP_WAIT {
+        std::thread::sleep(Duration::from_millis(*ms));
+        match nl.link_show_index(host.index)? {
+            Some(link) if link.oper_up => return Ok(()),
+            Some(_) => {}
+            None => {
+                return Err(Error::system(format!("bridge port {} vanished", host.name)));
+            }
+        }
+    }
+    Err(Error::system(format!(
+        "bridge port {} in error state: it did not come up",
+        host.name
+    )))
+}
+
+/// `<bridge>.<vlan>`: with an access VLAN the gateway address cannot be on the bridge (its
+/// own port is not in the VLAN), so it goes on a veth whose peer is an access port of the VLAN.
+fn gateway_vlan_interface(nl: &Netlink, bridge: &Link, vid: u16, s: &Settings) -> Result<Link> {
+    let name = format!("{}.{vid}", bridge.name);
+    if name.len() > cni_common::env::MAX_IFNAME_LEN {
+        return Err(Error::invalid_config(format!(
+            "isGateway with vlan {vid}: the gateway interface name {name} is longer than 15 characters; use a shorter bridge name"
+        )));
+    }
+    if let Some(link) = nl.link_show(&name)? {
+        return Ok(link);
+    }
+    let peer = AttachmentKey::new(&bridge.name, "gateway", &name).host_veth_name();
+    let created = nl.link_add_veth_show(&cni_common::netlink::Veth {
+        name: &peer,
+        peer_name: &name,
+        mtu: s.mtu,
+        master: Some(bridge.index),
+        up: true,
+        ..Default::default()
+    });
+    let port = match created {
+        Ok(port) => {
+            nl.link_set_up_by_name(&name)?;
+            port
+        }
+        // Another ADD made it meanwhile.
+        Err(e) => match nl.link_show(&name)? {
+            Some(link) => return Ok(link),
+            None => return Err(e),
+        },
+    };
+    if !s.preserve_default_vlan {
+        let default = bridge.vlan_default_pvid.unwrap_or(1);
+        if default != 0 && default != vid {
+            nl.bridge_vlan_del(port.index, &[PortVlan::access(default)])?;
+        }
+    }
+    nl.bridge_vlan_add(port.index, &[PortVlan::access(vid)])?;
+    nl.link_show(&name)?
+        .ok_or_else(|| Error::system(format!("{name} vanished right after it was created")))
+}
+
+fn check_attachment(
+    req: &Request<BridgeConf>,
+    s: &Settings,
+    prev: &CniResult,
+    nl: &Netlink,
+    key: &AttachmentKey,
+) -> Result<()> {
+    let ifname = req.cmd.ifname.as_str();
+    let bridge = nl
+        .link_show(&s.bridge)?
+        .ok_or_else(|| Error::system(format!("bridge {} does not exist", s.bridge)))?;
+    if bridge.kind.as_deref() != Some("bridge") {
+        return Err(Error::system(format!("{} is not a bridge", s.bridge)));
+    }
+    if s.promisc && !bridge.promisc {
+        return Err(Error::system(format!(
+            "bridge {} is not promiscuous",
+            s.bridge
+        )));
+    }
+    let pos = prev
+        .interfaces
+        .iter()
+        .position(|i| i.name == ifname && !i.sandbox.is_empty());
+    let expected_mac = pos
+        .and_then(|p| prev.interfaces.get(p))
+        .and_then(|i| MacAddr::parse(&i.mac).ok());
+    let ns = req.open_netns()?;
+    let container = ns.run(|| {
+        let cnl = Netlink::current()?;
+        let link = cnl
+            .link_show(ifname)?
+            .ok_or_else(|| Error::system(format!("{ifname} does not exist in the container")))?;
+        if let Some(pos) = pos {
+            check_iface(&cnl, link.index, pos, prev)
+                .map_err(|e| e.context(format!("{ifname} in the container")))?;
+        }
+        Ok(link)
+    })?;
+    if container.kind.as_deref() != Some("veth") {
+        return Err(Error::system(format!(
+            "{ifname} in the container is not a veth"
+        )));
+    }
+    if let Some(mac) = expected_mac {
+        if container.mac != Some(mac) {
+            return Err(Error::system(format!(
+                "{ifname} has MAC {:?}, the result says {mac}",
+                container.mac.map(|m| m.to_string())
+            )));
+        }
+    }
+    if let Some(mtu) = s.mtu {
+        if container.mtu != mtu {
+            return Err(Error::system(format!(
+                "{ifname} has MTU {}, not {mtu}",
+                container.mtu
+            )));
+        }
+    }
+    let host = container
+        .link
+        .and_then(|peer| nl.link_show_index(peer).transpose())
+        .transpose()?
+        .ok_or_else(|| Error::system(format!("the host end of {ifname} does not exist")))?;
+    if host.master != Some(bridge.index) {
+        return Err(Error::system(format!(
+            "the host end {} of {ifname} is not a port of {}",
+            host.name, s.bridge
+        )));
+    }
+    if s.wants_vlans() {
+        check_port_vlans(nl, &host, &bridge, s)?;
+    }
+    if s.spoofchk {
+        let mac = container
+            .mac
+            .ok_or_else(|| Error::system(format!("{ifname} has no MAC")))?;
+        spoofchk_check(key, &host.name, &mac)?;
+    }
+    Ok(())
+}
+
+/// The port carries exactly the configured VLANs (plus the default one when preserved).
+fn check_port_vlans(nl: &Netlink, host: &Link, bridge: &Link, s: &Settings) -> Result<()> {
+    let mut want = port_vlans(s);
+    let mut have = nl.bridge_vlan_show(host.index)?;
+    if s.preserve_default_vlan {
+        let default = bridge.vlan_default_pvid.unwrap_or(1);
+        have.retain(|v| v.vid != default || want.iter().any(|w| w.vid == default));
+    }
+    want.sort_unstable();
+    if have != want {
+        return Err(Error::system(format!(
+            "port {} has VLANs {:?}, the config asks for {:?}",
+            host.name, have, want
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! Calls the bridge binary the way a runtime does, inside a throwaway "host" namespace of the
+//! test's own, against container namespaces of the test's own.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::Path;
+use std::process::Output;
+
+use netns_tests::{describe_output, run_plugin_in, unique_name, HostSandbox, Netns, TempDir};
+use serde_json::{json, Value};
+
+pub const IFNAME: &str = "net1";
+pub const IPAM_DIR: &str = "/usr/lib/cni";
+
+/// The host sandbox, a host-local data directory, and the containers attached so far.
+pub struct Node {
+    pub host: HostSandbox,
+    pub leases: TempDir,
+    pub tag: String,
+}
+
+/// One container namespace and its id.
+pub struct Pod {
+    pub ns: Netns,
+    pub id: String,
+}
+
+impl Node {
+    pub fn new(tag: &str) -> Node {
+        netns_tests::require_root();
+        Node {
+            host: HostSandbox::new(tag),
+            leases: TempDir::new(&format!("{tag}-leases")),
+            tag: tag.to_string(),
+        }
+    }
+
+    pub fn pod(&self, name: &str) -> Pod {
+        Pod {
+            ns: Netns::new(&format!("{}-{name}", self.tag)),
+            id: unique_name(&format!("{}-{name}", self.tag)),
+        }
+    }
+
+    /// A host-local IPAM section on `subnet` keeping its leases in the node's directory.
+    pub fn host_local(&self, subnet: &str) -> Value {
+        json!({"type": "host-local", "subnet": subnet, "dataDir": self.leases.path()})
+    }
+
+    /// Runs `verb` for `pod` with `conf` (CNI_ARGS `args`).
+    pub fn call(&self, verb: &str, pod: &Pod, conf: &Value, args: &str) -> Output {
+        self.call_raw(verb, &pod.id, pod.ns.path_str(), IFNAME, conf, args)
+    }
+
+    pub fn call_raw(
+        &self,
+        verb: &str,
+        id: &str,
+        netns: &str,
+        ifname: &str,
+        conf: &Value,
+        args: &str,
+    ) -> Output {
+        let env = [
+            ("CNI_COMMAND", verb),
+            ("CNI_CONTAINERID", id),
+            ("CNI_NETNS", netns),
+            ("CNI_IFNAME", ifname),
+            ("CNI_ARGS", args),
+            ("CNI_PATH", IPAM_DIR),
+        ];
+        run_plugin_in(&self.host, plugin_dir(), "bridge", &env, &conf.to_string())
+    }
+
+    /// ADD that must succeed; its result.
+    pub fn add(&self, pod: &Pod, conf: &Value) -> Value {
+        let out = self.call("ADD", pod, conf, "");
+        parse_ok(&out, "ADD")
+    }
+
+    pub fn del(&self, pod: &Pod, conf: &Value) {
+        let out = self.call("DEL", pod, conf, "");
+        assert!(
+            out.status.success(),
+            "DEL failed:\n{}",
+            describe_output(&out)
+        );
+    }
+
+    pub fn check(&self, pod: &Pod, conf: &Value, prev: &Value) -> Output {
+        let mut conf = conf.clone();
+        conf["prevResult"] = prev.clone();
+        self.call("CHECK", pod, &conf, "")
+    }
+
+    /// `ip -j -d link show <name>` in the host sandbox.
+    pub fn host_link(&self, name: &str) -> Option<netns_tests::Link> {
+        self.host.link(name)
+    }
+
+    /// `nft list ruleset` of the host sandbox.
+    pub fn ruleset(&self) -> String {
+        self.host.netns().exec_ok("nft", &["list", "ruleset"])
+    }
+
+    /// Lease files host-local holds for networks of this node.
+    pub fn leases(&self) -> Vec<String> {
+        netns_tests::files_under(self.leases.path())
+            .into_iter()
+            .map(|p| p.display().to_string())
+            .filter(|p| !p.ends_with("/lock") && !p.contains("last_reserved_ip"))
+            .collect()
+    }
+}
+
+/// The directory of the bridge binary cargo built for these tests.
+pub fn plugin_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_bridge"))
+        .parent()
+        .expect("the binary has a directory")
+}
+
+/// A 1.0.0 config (Debian's host-local knows no later version) for bridge `bridge`, plus
+/// `fields`.
+pub fn config(bridge: &str, fields: Value) -> Value {
+    let mut conf = json!({
+        "cniVersion": "1.0.0",
+        "name": format!("net-{bridge}"),
+        "type": "bridge",
+        "bridge": bridge,
+    });
+    if let (Some(conf), Some(fields)) = (conf.as_object_mut(), fields.as_object()) {
+        for (k, v) in fields {
+            conf.insert(k.clone(), v.clone());
+        }
+    }
+    conf
+}
+
+pub fn parse_ok(out: &Output, what: &str) -> Value {
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        describe_output(out)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}):\n{}", describe_output(out)))
+}
+
+/// The error code a failed call printed.
+pub fn error_code(out: &Output) -> u64 {
+    assert!(
+        !out.status.success(),
+        "expected a failure:\n{}",
+        describe_output(out)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no error JSON ({e}):\n{}", describe_output(out)));
+    v["code"].as_u64().unwrap_or_default()
+}
+
+/// The container address the result gave, without prefix.
+pub fn result_ip(result: &Value) -> std::net::IpAddr {
+    let cidr = result["ips"][0]["address"].as_str().expect("an address");
+    cidr.split('/')
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .expect("an IP")
+}
+
+/// The host veth named in a result (interfaces[1]).
+pub fn host_veth(result: &Value) -> String {
+    result["interfaces"][1]["name"]
+        .as_str()
+        .expect("host veth")
+        .to_string()
+}
+
+/// Gives `pod`'s net1 an address (for L2 attachments).
+pub fn set_ip(pod: &Pod, cidr: &str) {
+    pod.ns.exec_ok("ip", &["addr", "add", cidr, "dev", IFNAME]);
+}
+
+pub fn pings(from: &Pod, to: std::net::IpAddr) -> bool {
+    from.ns
+        .exec("ping", &["-c", "1", "-W", "1", &to.to_string()])
+        .status
+        .success()
+}

@@ -1,0 +1,200 @@
+//! VLAN filtering, which this machine's kernel lacks: the tests in `in_guest` run inside
+//! Debian's 6.1 kernel under QEMU (the real-kernel tier, shared/TESTING.md), driven by
+//! `vlan_tests_pass_on_a_real_kernel`, which boots the guest once for all of them.
+
+mod common;
+
+#[test]
+fn vlan_tests_pass_on_a_real_kernel() {
+    let stdout = netns_tests::real_kernel_tier::run_ignored_tests_in_guest("in_guest::");
+    println!("{stdout}");
+    for name in [
+        "access_vlans_isolate_pods_on_one_bridge",
+        "a_trunk_port_reaches_both_access_vlans_through_8021q_subinterfaces",
+        "the_default_vlan_leaves_the_port_unless_preserved",
+        "bridge_vlan_show_matches_the_config_and_check_verifies_it",
+        "a_gateway_on_an_access_vlan_lives_on_bridge_dot_vlan",
+    ] {
+        assert!(
+            stdout.contains(&format!("test in_guest::{name} ... ok")),
+            "{name}:\n{stdout}"
+        );
+    }
+}
+
+mod in_guest {
+    use super::common::*;
+    use netns_tests::real_kernel_tier::require_guest;
+    use serde_json::{json, Value};
+
+    /// `bridge -j vlan show dev <port>` as (vid, pvid, untagged), sorted.
+    fn port_vlans(node: &Node, port: &str) -> Vec<(u64, bool, bool)> {
+        let text = node
+            .host
+            .netns()
+            .exec_ok("bridge", &["-j", "vlan", "show", "dev", port]);
+        let parsed: Value = serde_json::from_str(&text).expect("bridge -j prints JSON");
+        let mut out = Vec::new();
+        for entry in parsed[0]["vlans"].as_array().cloned().unwrap_or_default() {
+            let flags = entry["flags"].as_array().cloned().unwrap_or_default();
+            let pvid = flags.iter().any(|f| f == "PVID");
+            let untagged = flags.iter().any(|f| f == "Egress Untagged");
+            let first = entry["vlan"].as_u64().expect("vid");
+            let last = entry["vlanEnd"].as_u64().unwrap_or(first);
+            out.extend((first..=last).map(|vid| (vid, pvid, untagged)));
+        }
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn access_vlans_isolate_pods_on_one_bridge() {
+        require_guest();
+        let node = Node::new("rk-access");
+        let v100 = config("brv", json!({"vlan": 100, "ipam": {}}));
+        let v200 = config("brv", json!({"vlan": 200, "ipam": {}}));
+        let (a, b, c) = (node.pod("a"), node.pod("b"), node.pod("c"));
+        node.add(&a, &v100);
+        node.add(&b, &v100);
+        node.add(&c, &v200);
+        let br = node.host_link("brv").expect("bridge created");
+        let data = br.linkinfo.and_then(|l| l.info_data).expect("bridge data");
+        assert_eq!(data["vlan_filtering"], 1, "{data}");
+        set_ip(&a, "10.90.0.1/24");
+        set_ip(&b, "10.90.0.2/24");
+        set_ip(&c, "10.90.0.3/24");
+        assert!(
+            pings(&a, "10.90.0.2".parse().expect("ip")),
+            "same VLAN does not pass"
+        );
+        assert!(
+            !pings(&a, "10.90.0.3".parse().expect("ip")),
+            "VLAN 100 reaches VLAN 200"
+        );
+        assert!(
+            !pings(&c, "10.90.0.2".parse().expect("ip")),
+            "VLAN 200 reaches VLAN 100"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_trunk_port_reaches_both_access_vlans_through_8021q_subinterfaces() {
+        require_guest();
+        let node = Node::new("rk-trunk");
+        let trunk = config(
+            "brt",
+            json!({"vlanTrunk": [{"id": 100}, {"id": 200}], "ipam": {}}),
+        );
+        let (t, a, c) = (node.pod("t"), node.pod("a"), node.pod("c"));
+        node.add(&t, &trunk);
+        node.add(&a, &config("brt", json!({"vlan": 100, "ipam": {}})));
+        node.add(&c, &config("brt", json!({"vlan": 200, "ipam": {}})));
+        t.ns.exec_ok("modprobe", &["8021q"]);
+        for (vid, addr) in [("100", "10.91.100.1/24"), ("200", "10.91.200.1/24")] {
+            let sub = format!("{IFNAME}.{vid}");
+            t.ns.exec_ok(
+                "ip",
+                &[
+                    "link", "add", "link", IFNAME, "name", &sub, "type", "vlan", "id", vid,
+                ],
+            );
+            t.ns.exec_ok("ip", &["addr", "add", addr, "dev", &sub]);
+            t.ns.exec_ok("ip", &["link", "set", &sub, "up"]);
+        }
+        set_ip(&a, "10.91.100.2/24");
+        set_ip(&c, "10.91.200.2/24");
+        assert!(
+            pings(&t, "10.91.100.2".parse().expect("ip")),
+            "trunk to VLAN 100"
+        );
+        assert!(
+            pings(&t, "10.91.200.2".parse().expect("ip")),
+            "trunk to VLAN 200"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn the_default_vlan_leaves_the_port_unless_preserved() {
+        require_guest();
+        let node = Node::new("rk-default");
+        let (a, b) = (node.pod("a"), node.pod("b"));
+        let plain = node.add(&a, &config("brd", json!({"vlan": 100, "ipam": {}})));
+        let kept = node.add(
+            &b,
+            &config(
+                "brd",
+                json!({"vlan": 100, "preserveDefaultVlan": true, "ipam": {}}),
+            ),
+        );
+        assert_eq!(
+            port_vlans(&node, &host_veth(&plain)),
+            vec![(100, true, true)]
+        );
+        // Preserved, VID 1 stays, no longer the PVID: the access VLAN took that.
+        assert_eq!(
+            port_vlans(&node, &host_veth(&kept)),
+            vec![(1, false, true), (100, true, true)]
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn bridge_vlan_show_matches_the_config_and_check_verifies_it() {
+        require_guest();
+        let node = Node::new("rk-show");
+        let conf = config(
+            "brs",
+            json!({"vlan": 10, "vlanTrunk": [{"id": 20}, {"minID": 30, "maxID": 33}], "ipam": {}}),
+        );
+        let a = node.pod("a");
+        let result = node.add(&a, &conf);
+        let port = host_veth(&result);
+        let mut want = vec![(10, true, true), (20, false, false)];
+        want.extend((30..=33).map(|vid| (vid, false, false)));
+        assert_eq!(port_vlans(&node, &port), want);
+        let out = node.check(&a, &conf, &result);
+        assert!(
+            out.status.success(),
+            "{}",
+            netns_tests::describe_output(&out)
+        );
+        node.host
+            .netns()
+            .exec_ok("bridge", &["vlan", "del", "dev", &port, "vid", "20"]);
+        let out = node.check(&a, &conf, &result);
+        assert_eq!(error_code(&out), 100);
+
+        // A trunk without an access VLAN keeps VID 1 as its native VLAN.
+        let b = node.pod("b");
+        let trunk = node.add(
+            &b,
+            &config("brs", json!({"vlanTrunk": [{"id": 20}], "ipam": {}})),
+        );
+        assert_eq!(
+            port_vlans(&node, &host_veth(&trunk)),
+            vec![(1, true, true), (20, false, false)]
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_gateway_on_an_access_vlan_lives_on_bridge_dot_vlan() {
+        require_guest();
+        let node = Node::new("rk-gw");
+        let conf = config(
+            "brg",
+            json!({"vlan": 300, "isDefaultGateway": true, "ipam": node.host_local("10.92.0.0/24")}),
+        );
+        let a = node.pod("a");
+        let result = node.add(&a, &conf);
+        assert_eq!(node.host.netns().addresses("brg.300"), vec!["10.92.0.1/24"]);
+        assert_eq!(result["interfaces"][3]["name"], "brg.300", "{result}");
+        assert!(
+            pings(&a, "10.92.0.1".parse().expect("ip")),
+            "the gateway is unreachable"
+        );
+    }
+}
