@@ -25,9 +25,10 @@ pub fn alias_key(link: &Link) -> Option<AttachmentKey> {
         .and_then(AttachmentKey::parse)
 }
 
-/// `ip link add <host veth> mtu M master <bridge> up type veth peer name <ifname> address
-/// <mac> mtu M netns <container>`, then the host end's alias and, unless the container
-/// interface stays down, `ip -n <container> link set <ifname> up`. Returns the host end.
+/// `ip link add <host veth> mtu M master <bridge> type veth peer name <ifname> address <mac>
+/// mtu M netns <container>`, then the host end's alias, `ip -n <container> link set <ifname>
+/// up` unless the container interface stays down, and `ip link set <host veth> up`. Returns
+/// the host end.
 pub fn add_port_veth(
     nl: &Netlink,
     ns: &NetNs,
@@ -47,7 +48,10 @@ pub fn add_port_veth(
         mac: None,
         peer_mac: Some(mac),
         master: Some(bridge),
-        up: true,
+        // Enslaved down and brought up once the container end is up: the bridge then enables
+        // the port once, instead of enable, disable (no carrier yet), enable, each of which
+        // walks every port of the bridge.
+        up: false,
     };
     let host = match nl.link_add_veth_show(&veth) {
         Ok(host) => host,
@@ -69,6 +73,7 @@ pub fn add_port_veth(
     if !s.disable_container_interface {
         ns.run(|| Netlink::current()?.link_set_up_by_name(ifname))?;
     }
+    nl.link_set_up(host.index)?;
     Ok(Link {
         alias: Some(alias),
         ..host
