@@ -2,7 +2,7 @@
 //! which the plugin runs, a container netns and a temp dir for IPAM state),
 //! calls the plugin like a runtime would, and judges what it sees.
 
-use crate::invoke::{Exit, Runner};
+use crate::invoke::{Exit, Hook, Runner};
 use crate::report::{Outcome, Report};
 use crate::sandbox::{reservations, Netns, TempDir, PREFIX};
 use crate::validate::{
@@ -11,6 +11,7 @@ use crate::validate::{
     Family, Stdout, KNOWN_VERSIONS, PREV_ADDRESS,
 };
 use serde_json::{json, Map, Value};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,6 +30,33 @@ pub struct Options {
     pub filter: Option<String>,
     pub timeout: Duration,
     pub verbose: bool,
+    /// `--host-setup`: run in each check's host namespace once it and the temp dir exist.
+    pub host_setup: Option<String>,
+    /// `--host-teardown`: run there when the check ends, before the namespaces go.
+    pub host_teardown: Option<String>,
+}
+
+/// What `${CNIC_TMP}` in the config stands for.
+pub const TMP_PLACEHOLDER: &str = "${CNIC_TMP}";
+
+/// Replaces `${CNIC_TMP}` in every string of `value` (object keys too) by `tmp`.
+pub fn expand_tmp(value: Value, tmp: &str) -> Value {
+    match value {
+        Value::String(s) if s.contains(TMP_PLACEHOLDER) => {
+            Value::String(s.replace(TMP_PLACEHOLDER, tmp))
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| expand_tmp(v, tmp)).collect())
+        }
+        Value::Object(map) => Value::Object(expand_tmp_map(map, tmp)),
+        other => other,
+    }
+}
+
+fn expand_tmp_map(map: Map<String, Value>, tmp: &str) -> Map<String, Value> {
+    map.into_iter()
+        .map(|(k, v)| (k.replace(TMP_PLACEHOLDER, tmp), expand_tmp(v, tmp)))
+        .collect()
 }
 
 type Env = Vec<(&'static str, String)>;
@@ -56,8 +84,8 @@ fn with_prev(mut cfg: Map<String, Value>, prev: Option<&Value>) -> Map<String, V
     cfg
 }
 
-/// Everything one check owns; dropping it deletes the namespaces and the
-/// temp dir (and with them every interface and file the plugin made).
+/// Everything one check owns; dropping it runs `--host-teardown`, then deletes the namespaces
+/// and the temp dir (and with them every interface and file the plugin made).
 pub struct Sandbox {
     pub host: Netns,
     pub ctr: Netns,
@@ -66,6 +94,24 @@ pub struct Sandbox {
     pub ctr_path: String,
     /// MAC of the interface the suite created for a chained plugin.
     pub prepared_mac: Option<String>,
+    teardown: Option<Hook>,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(hook) = self.teardown.take() {
+            let out = hook.run(self.host.name(), self.dir.path());
+            if !out.success() {
+                // Not println!: a closed stdout must not turn cleanup into a panic.
+                let _ = writeln!(
+                    std::io::stdout().lock(),
+                    "# --host-teardown failed in {}: {}",
+                    self.host.name(),
+                    out.describe()
+                );
+            }
+        }
+    }
 }
 
 impl Sandbox {
@@ -167,6 +213,8 @@ fn diff(before: &[String], after: &[String]) -> String {
 pub struct Suite {
     opts: Options,
     runner: Runner,
+    host_setup: Option<Hook>,
+    host_teardown: Option<Hook>,
     report: Report,
     cni_path: String,
     seq: u32,
@@ -191,6 +239,17 @@ impl Suite {
             .unwrap_or_else(|| {
                 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
             });
+        let hook = |option: &'static str, command: &Option<String>| {
+            command.as_ref().map(|c| Hook {
+                option,
+                command: c.clone(),
+                path_env: path_env.clone(),
+                timeout: opts.timeout,
+                verbose: opts.verbose,
+            })
+        };
+        let host_setup = hook("--host-setup", &opts.host_setup);
+        let host_teardown = hook("--host-teardown", &opts.host_teardown);
         let runner = Runner {
             plugin: opts.plugin_dir.join(&opts.plugin),
             path_env,
@@ -201,6 +260,8 @@ impl Suite {
         Suite {
             opts,
             runner,
+            host_setup,
+            host_teardown,
             report,
             cni_path: dirs.join(":"),
             seq: 0,
@@ -253,6 +314,12 @@ impl Suite {
             self.opts.ifname,
             if self.opts.chained { ", chained" } else { "" }
         );
+        for hook in [&self.host_setup, &self.host_teardown]
+            .into_iter()
+            .flatten()
+        {
+            println!("# {} {:?}", hook.option, hook.command);
+        }
         self.version_checks();
         println!(
             "# supportedVersions (known): {:?}; single-version checks use {}{}{}",
@@ -294,13 +361,18 @@ impl Suite {
 
     // ----- plumbing -----
 
+    /// The namespaces and temp dir of one check, then `--host-setup` in the host namespace.
+    /// `--host-teardown` runs when the sandbox is dropped, after a failed setup too (it may
+    /// have started something before failing).
     fn sandbox(&mut self) -> Result<Sandbox, String> {
         self.seq += 1;
         let (pid, n) = (std::process::id(), self.seq);
-        let host = Netns::create(format!("{PREFIX}host-{pid}-{n}"))?;
-        host.ip(&["link", "set", "lo", "up"])?;
-        let ctr = Netns::create(format!("{PREFIX}ctr-{pid}-{n}"))?;
-        let dir = TempDir::create(&format!("{PREFIX}{pid}-{n}"))?;
+        let setup_failed = |e: String| format!("suite could not set up its namespaces: {e}");
+        let host = Netns::create(format!("{PREFIX}host-{pid}-{n}")).map_err(setup_failed)?;
+        host.ip(&["link", "set", "lo", "up"])
+            .map_err(setup_failed)?;
+        let ctr = Netns::create(format!("{PREFIX}ctr-{pid}-{n}")).map_err(setup_failed)?;
+        let dir = TempDir::create(&format!("{PREFIX}{pid}-{n}")).map_err(setup_failed)?;
         let ctr_path = ctr.path();
         let mut sb = Sandbox {
             host,
@@ -309,9 +381,16 @@ impl Suite {
             cid: format!("cnic-{pid}-{n}"),
             ctr_path,
             prepared_mac: None,
+            teardown: self.host_teardown.clone(),
         };
+        if let Some(hook) = &self.host_setup {
+            let out = hook.run(sb.host.name(), sb.dir.path());
+            if !out.success() {
+                return Err(format!("--host-setup failed: {}", out.describe()));
+            }
+        }
         if self.opts.chained {
-            sb.prepared_mac = Some(self.prepare_interface(&sb, true)?);
+            sb.prepared_mac = Some(self.prepare_interface(&sb, true).map_err(setup_failed)?);
         }
         Ok(sb)
     }
@@ -322,10 +401,7 @@ impl Suite {
             Ok(sb) => Some(sb),
             Err(e) => {
                 for n in names {
-                    self.report.record(
-                        n,
-                        Outcome::Fail(format!("suite could not set up its namespaces: {e}")),
-                    );
+                    self.report.record(n, Outcome::Fail(e.clone()));
                 }
                 None
             }
@@ -350,9 +426,10 @@ impl Suite {
             .ok_or_else(|| format!("{ifname} is missing right after creating it"))
     }
 
-    /// The plugin configuration as a runtime would send it.
+    /// The plugin configuration as a runtime would send it, `${CNIC_TMP}` expanded.
     fn config(&self, sb: &Sandbox, version: Option<&str>) -> Map<String, Value> {
-        let mut cfg = self.opts.config.clone();
+        let tmp = sb.dir.path().display().to_string();
+        let mut cfg = expand_tmp_map(self.opts.config.clone(), &tmp);
         cfg.insert("type".into(), json!(self.opts.plugin));
         if cfg
             .get("name")
@@ -1444,5 +1521,32 @@ impl Suite {
             ))
         };
         self.report.record("stdout-json", outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cnic_tmp_is_expanded_in_every_string_at_any_depth() {
+        let config = json!({
+            "socket_file": "unix:${CNIC_TMP}/db.sock",
+            "list": ["${CNIC_TMP}", 5, {"deep": "a${CNIC_TMP}b${CNIC_TMP}"}],
+            "${CNIC_TMP}/key": true,
+            "untouched": "$CNIC_TMP {CNIC_TMP}",
+            "number": 1
+        });
+        let expanded = expand_tmp(config, "/tmp/cnic-1-2");
+        assert_eq!(
+            expanded,
+            json!({
+                "socket_file": "unix:/tmp/cnic-1-2/db.sock",
+                "list": ["/tmp/cnic-1-2", 5, {"deep": "a/tmp/cnic-1-2b/tmp/cnic-1-2"}],
+                "/tmp/cnic-1-2/key": true,
+                "untouched": "$CNIC_TMP {CNIC_TMP}",
+                "number": 1
+            })
+        );
     }
 }

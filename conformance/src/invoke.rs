@@ -4,12 +4,20 @@
 //! throwaway "host" namespace through `ip netns exec`, which also mounts a
 //! sysfs of that namespace, so the plugin sees that namespace as "the host".
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the check's host namespace, for `--host-setup`/`--host-teardown`.
+pub const HOST_NS_VAR: &str = "CNIC_HOST_NS";
+/// Environment variable holding the check's temp dir; `${CNIC_TMP}` in the config is replaced
+/// by the same path.
+pub const TMP_VAR: &str = "CNIC_TMP";
 
 /// How a plugin process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,5 +158,199 @@ impl Runner {
             );
         }
         out
+    }
+}
+
+/// A shell command run in each check's host namespace: `--host-setup` or `--host-teardown`.
+#[derive(Clone, Debug)]
+pub struct Hook {
+    /// `--host-setup` or `--host-teardown`, for messages.
+    pub option: &'static str,
+    pub command: String,
+    pub path_env: String,
+    pub timeout: Duration,
+    pub verbose: bool,
+}
+
+/// How a hook ended and what it wrote.
+pub struct HookOutput {
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl HookOutput {
+    pub fn success(&self) -> bool {
+        self.exit == Exit::Code(0)
+    }
+
+    /// "exit 1, stderr: <stderr>" on one line, for a failure message. A long stderr keeps its
+    /// beginning (what failed) and its end (the latest log lines).
+    pub fn describe(&self) -> String {
+        const KEEP: usize = 300;
+        let flat: Vec<char> = self
+            .stderr
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .collect();
+        if flat.is_empty() {
+            return format!("{}, nothing on stderr", self.exit);
+        }
+        let shown: String = if flat.len() > 2 * KEEP {
+            let head: String = flat[..KEEP].iter().collect();
+            let tail: String = flat[flat.len() - KEEP..].iter().collect();
+            format!("{head} ... {tail}")
+        } else {
+            flat.into_iter().collect()
+        };
+        format!("{}, stderr: {shown}", self.exit)
+    }
+}
+
+impl Hook {
+    /// `ip netns exec <host_ns> sh -c <command>`, as the plugin is run there, with a clean
+    /// environment: PATH, CNIC_HOST_NS and CNIC_TMP.
+    pub fn run(&self, host_ns: &str, tmp: &Path) -> HookOutput {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", host_ns, "sh", "-c", &self.command])
+            .env_clear()
+            .env("PATH", &self.path_env)
+            .env(HOST_NS_VAR, host_ns)
+            .env(TMP_VAR, tmp);
+        let out = run_captured(cmd, self.timeout);
+        if self.verbose {
+            eprintln!(
+                "--- [{host_ns}] {} {}: {}",
+                self.option, self.command, out.exit
+            );
+            eprintln!("    stdout: {}", out.stdout.trim_end());
+            eprintln!("    stderr: {}", out.stderr.trim_end());
+        }
+        out
+    }
+}
+
+/// Runs `cmd` in a process group of its own with stdin closed and stdout and stderr going to
+/// unlinked temp files, not pipes: a daemon the command starts may keep them open, and must not
+/// hold the suite up. After `timeout` the process group is killed.
+pub fn run_captured(mut cmd: Command, timeout: Duration) -> HookOutput {
+    let failed = |e: String| HookOutput {
+        exit: Exit::SpawnFailed(e),
+        stdout: String::new(),
+        stderr: String::new(),
+    };
+    let (mut out_file, mut err_file) = match (scratch_file(), scratch_file()) {
+        (Ok(o), Ok(e)) => (o, e),
+        (Err(e), _) | (_, Err(e)) => return failed(format!("cannot create a temp file: {e}")),
+    };
+    let streams = out_file
+        .try_clone()
+        .and_then(|o| Ok((o, err_file.try_clone()?)));
+    let (out_stream, err_stream) = match streams {
+        Ok(s) => s,
+        Err(e) => return failed(format!("cannot duplicate a temp file: {e}")),
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(out_stream)
+        .stderr(err_stream)
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return failed(e.to_string()),
+    };
+    let exit = wait_or_kill(&mut child, timeout);
+    HookOutput {
+        exit,
+        stdout: read_back(&mut out_file),
+        stderr: read_back(&mut err_file),
+    }
+}
+
+fn wait_or_kill(child: &mut Child, timeout: Duration) -> Exit {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return match status.code() {
+                    Some(code) => Exit::Code(code),
+                    None => Exit::Signal(status.signal().unwrap_or(0)),
+                }
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Exit::TimedOut;
+            }
+            Err(e) => return Exit::SpawnFailed(format!("waiting: {e}")),
+        }
+    }
+}
+
+/// A file in the temp dir that is already unlinked: it vanishes with its last descriptor.
+fn scratch_file() -> std::io::Result<File> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("cnic-hook-{}-{n}.out", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+fn read_back(file: &mut File) -> String {
+    let mut bytes = Vec::new();
+    if file.rewind().is_ok() {
+        let _ = file.read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn captures_exit_stdout_and_stderr() {
+        let out = run_captured(
+            sh("echo out; echo err >&2; exit 3"),
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.exit, Exit::Code(3));
+        assert_eq!(out.stdout, "out\n");
+        assert_eq!(out.stderr, "err\n");
+        assert!(!out.success());
+        assert_eq!(out.describe(), "exit 3, stderr: err");
+    }
+
+    #[test]
+    fn a_daemon_keeping_the_output_open_does_not_hold_it_up() {
+        let started = Instant::now();
+        let out = run_captured(
+            sh("setsid sleep 3 >/dev/stderr 2>&1 & echo started"),
+            Duration::from_secs(10),
+        );
+        assert!(out.success(), "{}", out.describe());
+        assert_eq!(out.stdout, "started\n");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_command_running_too_long_is_killed() {
+        let started = Instant::now();
+        let out = run_captured(sh("sleep 20"), Duration::from_millis(200));
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

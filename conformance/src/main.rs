@@ -18,7 +18,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: cni-conformance --plugin-dir DIR --plugin NAME --config FILE [--chained] [--ifname NAME]
-                       [--filter SUBSTR] [--ipam-dir DIR]... [--timeout SECS] [--verbose]
+                       [--filter SUBSTR] [--ipam-dir DIR]... [--timeout SECS]
+                       [--host-setup CMD] [--host-teardown CMD] [--verbose]
 
   --plugin-dir DIR   directory holding the plugin binary (first entry of CNI_PATH)
   --plugin NAME      binary name; also set as the config's `type`
@@ -29,6 +30,9 @@ const USAGE: &str = "usage: cni-conformance --plugin-dir DIR --plugin NAME --con
   --filter SUBSTR    only run checks whose name contains SUBSTR
   --ipam-dir DIR     further CNI_PATH entries for delegated IPAM (default /usr/lib/cni)
   --timeout SECS     per-invocation time limit (default 30)
+  --host-setup CMD   run `sh -c CMD` in each check's host namespace once it and the check's
+                     temp dir exist, with CNIC_HOST_NS and CNIC_TMP set; failing fails the check
+  --host-teardown CMD  run the same way when the check ends; failing prints a # line
   --verbose          print every invocation (env, stdin, exit, stdout, stderr) to stderr";
 
 fn parse_args(args: Vec<String>) -> Result<Options, String> {
@@ -41,6 +45,8 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
     let mut ipam_dirs = Vec::new();
     let mut timeout = 30u64;
     let mut verbose = false;
+    let mut host_setup = None;
+    let mut host_teardown = None;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -66,6 +72,8 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
                     .parse()
                     .map_err(|_| "--timeout needs a number of seconds".to_string())?
             }
+            "--host-setup" => host_setup = Some(value("--host-setup")?),
+            "--host-teardown" => host_teardown = Some(value("--host-teardown")?),
             "--verbose" | "-v" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -113,6 +121,8 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
         filter,
         timeout: Duration::from_secs(timeout),
         verbose,
+        host_setup,
+        host_teardown,
     })
 }
 
@@ -163,6 +173,33 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn host_hooks_are_parsed_in_both_spellings() {
+        let config =
+            std::env::temp_dir().join(format!("cnic-unit-args-{}.json", std::process::id()));
+        assert!(std::fs::write(&config, r#"{"name":"n"}"#).is_ok());
+        let c = config.display().to_string();
+        let parsed = parse_args(args(&[
+            "--plugin-dir",
+            "/d",
+            "--plugin",
+            "x",
+            "--config",
+            &c,
+            "--host-setup",
+            "ip link add a type veth peer name b",
+            "--host-teardown=echo done",
+        ]));
+        let _ = std::fs::remove_file(&config);
+        let opts = parsed.expect("valid arguments");
+        assert_eq!(
+            opts.host_setup.as_deref(),
+            Some("ip link add a type veth peer name b")
+        );
+        assert_eq!(opts.host_teardown.as_deref(), Some("echo done"));
+        assert!(parse_args(args(&["--plugin-dir", "/d", "--host-setup"])).is_err());
     }
 
     #[test]

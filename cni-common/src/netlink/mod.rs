@@ -28,6 +28,7 @@ use crate::mac::MacAddr;
 use crate::netns::NetNs;
 
 mod bridge;
+mod macvtap;
 mod route;
 
 pub use bridge::{BridgePort, PortVlan};

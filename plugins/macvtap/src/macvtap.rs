@@ -1,0 +1,315 @@
+//! Getting a macvtap into the container namespace, and out again when ADD fails.
+//!
+//! A macvtap is always created in the host namespace and moved: its ifindex is then unique on
+//! the node and survives the move (unless the container already uses it), and so does the name
+//! of its /dev/tapN. One created directly in the container would get a small ifindex that every
+//! other pod's macvtap has too.
+
+use cni_common::mac::MacAddr;
+use cni_common::naming::stable_hash;
+use cni_common::netlink::{Link, Netlink};
+use cni_common::netns::NetNs;
+use cni_common::{Context, Error, Result};
+
+/// The kind the kernel reports for a macvtap.
+pub const KIND: &str = "macvtap";
+
+/// The name of a macvtap created on `master` until it is renamed to CNI_IFNAME in the
+/// container: `mvtap` and 10 hex digits of a hash of the attachment, so that concurrent ADDs do
+/// not collide and a DEL finds what a crashed ADD of the same attachment left.
+pub fn temp_name(container_id: &str, ifname: &str) -> String {
+    // Stable across builds, since the DEL may be run by a newer binary than the ADD.
+    let hash = stable_hash(&[container_id, ifname]);
+    format!("mvtap{:010x}", hash >> 24)
+}
+
+pub fn is_macvtap(link: &Link) -> bool {
+    link.kind.as_deref() == Some(KIND)
+}
+
+/// The host namespace (the plugin's own) and the container's, with a netlink socket in each.
+#[derive(Clone, Copy)]
+pub struct Namespaces<'a> {
+    pub host: &'a Netlink,
+    pub host_ns: &'a NetNs,
+    pub ctr: &'a Netlink,
+    pub ctr_ns: &'a NetNs,
+}
+
+/// A macvtap's MTU cannot exceed its parent's; the kernel says only "Invalid argument".
+fn check_mtu_fits(mtu: Option<u32>, parent: &Link) -> Result<()> {
+    match mtu {
+        Some(mtu) if mtu > parent.mtu => Err(Error::invalid_config(format!(
+            "mtu {mtu} is above the mtu {} of the parent link {}: a macvtap's cannot exceed it",
+            parent.mtu, parent.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A macvtap this ADD put into the container namespace. Dropping it without [`Claim::keep`]
+/// undoes that: the device plugin's macvtap goes back to the host namespace under its name and
+/// with its attributes (the device plugin expects to find it there), ours is deleted.
+pub struct Claim<'a> {
+    ns: Namespaces<'a>,
+    origin: Origin,
+    place: Place,
+    /// Its name in the container before the rename: unique on the node.
+    name: String,
+    kept: bool,
+}
+
+enum Origin {
+    /// The device plugin's macvtap as it was in the host namespace.
+    DevicePlugin(Link),
+    /// Created by this ADD.
+    Created,
+}
+
+/// Where the macvtap is, by index.
+#[derive(Clone, Copy)]
+enum Place {
+    Host(u32),
+    /// Moved into the container, not yet looked up there (the move may renumber it).
+    Moved,
+    Container(u32),
+}
+
+impl<'a> Claim<'a> {
+    /// deviceID mode: `ip link set <id> netns <container>`, then the MTU and MAC.
+    pub fn take_device(
+        ns: Namespaces<'a>,
+        id: &str,
+        mtu: Option<u32>,
+        mac: Option<&MacAddr>,
+    ) -> Result<Claim<'a>> {
+        let original = ns.host.link_show(id)?.ok_or_else(|| {
+            Error::system(format!(
+                "deviceID {id}: no such link in the host network namespace (the device plugin \
+                 creates it when it allocates the device to the pod)"
+            ))
+        })?;
+        if !is_macvtap(&original) {
+            // Moving anything else (a NIC, a veth) into the pod would take it from the host.
+            return Err(Error::invalid_config(format!(
+                "deviceID {id} names a {} link, not a macvtap",
+                original.kind.as_deref().unwrap_or("kind-less")
+            )));
+        }
+        if let Some(parent) = original.link {
+            if let Some(parent) = ns.host.link_show_index(parent)? {
+                check_mtu_fits(mtu, &parent)?;
+            }
+        }
+        let host_index = original.index;
+        // The device plugin handed the pod /dev/tap<index>: the index must survive the move,
+        // which it does unless the pod uses it already (the device would come back with
+        // another).
+        if let Some(taken) = ns.ctr.link_show_index(host_index)? {
+            return Err(Error::system(format!(
+                "the container's {} has ifindex {host_index}, which {id} needs to keep \
+                 /dev/tap{host_index}, the node the device plugin gave the pod",
+                taken.name
+            )));
+        }
+        ns.host
+            .link_set_netns(host_index, ns.ctr_ns)
+            .with_context(|| format!("moving {id} into the container"))?;
+        let mut claim = Claim {
+            ns,
+            origin: Origin::DevicePlugin(original),
+            place: Place::Moved,
+            name: id.to_string(),
+            kept: false,
+        };
+        let index = claim.locate()?;
+        if index != host_index {
+            // Something took the index between the check and the move.
+            return Err(Error::system(format!(
+                "moving {id} into the container changed its ifindex from {host_index} to {index}, \
+                 so /dev/tap{host_index}, which the device plugin gave the pod, is not its node"
+            )));
+        }
+        claim.set_mtu_mac(mtu, mac)?;
+        Ok(claim)
+    }
+
+    /// Standalone mode: `ip link add <name> link <master> [mtu M] [address A] type macvtap
+    /// mode <mode>` in the host namespace, then `ip link set <name> netns <container>`.
+    pub fn create(
+        ns: Namespaces<'a>,
+        master: &str,
+        mode: &str,
+        name: &str,
+        mtu: Option<u32>,
+        mac: Option<&MacAddr>,
+    ) -> Result<Claim<'a>> {
+        let parent = ns.host.link_show(master)?.ok_or_else(|| {
+            Error::invalid_config(format!(
+                "master {master} does not exist in the host network namespace"
+            ))
+        })?;
+        check_mtu_fits(mtu, &parent)?;
+        let index = ns
+            .host
+            .link_add_macvtap(name, parent.index, mode, mtu, mac)
+            .with_context(|| format!("creating a macvtap on {master}"))?;
+        let mut claim = Claim {
+            ns,
+            origin: Origin::Created,
+            place: Place::Host(index),
+            name: name.to_string(),
+            kept: false,
+        };
+        ns.host
+            .link_set_netns(index, ns.ctr_ns)
+            .with_context(|| format!("moving {name} into the container"))?;
+        claim.place = Place::Moved;
+        claim.locate()?;
+        Ok(claim)
+    }
+
+    /// The index in the container namespace (a claim is only handed out once it is there).
+    pub fn index(&self) -> u32 {
+        match self.place {
+            Place::Container(i) => i,
+            Place::Host(_) | Place::Moved => 0,
+        }
+    }
+
+    /// The name it had when it entered the container, unique on the node.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The ADD succeeded: the macvtap stays in the container.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+
+    /// Finds the macvtap in the container after the move: the kernel keeps the index unless
+    /// the container uses it, and keeps the name.
+    fn locate(&mut self) -> Result<u32> {
+        let link = self.ns.ctr.link_show(&self.name)?.ok_or_else(|| {
+            Error::system(format!(
+                "{} is not in the container after moving it there",
+                self.name
+            ))
+        })?;
+        self.place = Place::Container(link.index);
+        Ok(link.index)
+    }
+
+    fn set_mtu_mac(&self, mtu: Option<u32>, mac: Option<&MacAddr>) -> Result<()> {
+        let index = self.index();
+        if let Some(mtu) = mtu {
+            self.ns
+                .ctr
+                .link_set_mtu(index, mtu)
+                .with_context(|| format!("setting the mtu of {} to {mtu}", self.name))?;
+        }
+        if let Some(mac) = mac {
+            self.ns
+                .ctr
+                .link_set_address(index, mac)
+                .with_context(|| format!("setting the mac of {} to {mac}", self.name))?;
+        }
+        Ok(())
+    }
+
+    /// Puts the device plugin's macvtap back as it was; carries on past failures.
+    fn give_back(&self, original: &Link, index: u32) -> Vec<Error> {
+        let mut errors = Vec::new();
+        let mut attempt = |r: Result<()>| {
+            if let Err(e) = r {
+                errors.push(e);
+            }
+        };
+        // A link must be down to be renamed; the move takes it down anyway.
+        attempt(self.ns.ctr.link_set_down(index));
+        attempt(self.ns.ctr.link_set_name(index, &original.name));
+        attempt(self.ns.ctr.link_set_netns(index, self.ns.host_ns));
+        let back = match self.ns.host.link_show(&original.name) {
+            Ok(Some(link)) => link,
+            Ok(None) => {
+                errors.push(Error::system(format!(
+                    "{} is not back in the host namespace",
+                    original.name
+                )));
+                return errors;
+            }
+            Err(e) => {
+                errors.push(e);
+                return errors;
+            }
+        };
+        let i = back.index;
+        if back.mtu != original.mtu {
+            attempt(self.ns.host.link_set_mtu(i, original.mtu));
+        }
+        if let Some(mac) = original.mac.filter(|m| back.mac != Some(*m)) {
+            attempt(self.ns.host.link_set_address(i, &mac));
+        }
+        if back.promisc != original.promisc {
+            attempt(self.ns.host.link_set_promisc(i, original.promisc));
+        }
+        if original.up {
+            attempt(self.ns.host.link_set_up(i));
+        }
+        errors
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        let place = match self.place {
+            Place::Moved => match self.ns.ctr.link_show(&self.name) {
+                Ok(Some(link)) => Place::Container(link.index),
+                Ok(None) => {
+                    eprintln!("macvtap rollback: {} is nowhere to be found", self.name);
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("macvtap rollback of {}: {e}", self.name);
+                    return;
+                }
+            },
+            place => place,
+        };
+        let errors = match (&self.origin, place) {
+            (Origin::Created, Place::Host(i)) => {
+                self.ns.host.link_del(i).err().into_iter().collect()
+            }
+            (Origin::Created, Place::Container(i)) => {
+                self.ns.ctr.link_del(i).err().into_iter().collect()
+            }
+            // The move itself failed: the device never left.
+            (Origin::DevicePlugin(_), Place::Host(_)) => Vec::new(),
+            (Origin::DevicePlugin(original), Place::Container(i)) => self.give_back(original, i),
+            (_, Place::Moved) => Vec::new(),
+        };
+        for e in errors {
+            eprintln!("macvtap rollback of {}: {e}", self.name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_fit_ifnamsiz_and_differ_per_attachment() {
+        let a = temp_name("c1", "net1");
+        assert_eq!(a.len(), 15);
+        assert!(a.starts_with("mvtap"));
+        assert_eq!(a, temp_name("c1", "net1"));
+        assert_ne!(a, temp_name("c1", "net2"));
+        assert_ne!(a, temp_name("c2", "net1"));
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        assert_ne!(temp_name("ab", "c"), temp_name("a", "bc"));
+    }
+}

@@ -1,0 +1,145 @@
+//! /dev/tapN when its name is taken. Ifindexes are per namespace and /dev is not, so a macvtap
+//! in another namespace with the same index holds the node devtmpfs would have made for ours.
+
+mod common;
+
+use std::thread;
+use std::time::Duration;
+
+use common::{config, error_of, macvtap_major, tap_device, tap_owner, tap_path, Node, PARENT};
+use netns_tests::{expect_success, Netns};
+use nix::sys::stat::{makedev, mknod, Mode, SFlag};
+use serde_json::json;
+
+/// An ifindex that fresh namespaces do not hand out, different per test and per run.
+fn rare_index(test: u32) -> u32 {
+    40_000 + (std::process::id() % 10_000) * 4 + test
+}
+
+/// Another pod's macvtap with index `index`, in a namespace of its own: it holds
+/// /dev/tap<index>.
+fn foreign_macvtap(tag: &str, index: u32) -> Netns {
+    let ns = Netns::new(tag);
+    ns.exec_ok(
+        "ip",
+        &["link", "add", "p0", "type", "veth", "peer", "name", "p1"],
+    );
+    ns.exec_ok(
+        "ip",
+        &[
+            "link",
+            "add",
+            "fmv0",
+            "index",
+            &index.to_string(),
+            "link",
+            "p0",
+            "type",
+            "macvtap",
+        ],
+    );
+    ns
+}
+
+/// Removes /dev/tap<index> at the end if it is a node for no live device: a test that fails
+/// half-way must not leave one made by hand behind.
+struct NoLeftoverNode(u32);
+
+impl Drop for NoLeftoverNode {
+    fn drop(&mut self) {
+        if tap_device(self.0).is_none() {
+            let _ = std::fs::remove_file(tap_path(self.0));
+        }
+    }
+}
+
+#[test]
+fn add_waits_for_a_dying_namespace_to_release_dev_tap_then_makes_the_node() {
+    let index = rare_index(0);
+    let _cleanup = NoLeftoverNode(index);
+    let node = Node::new("mvt-tapwait");
+    let pod = node.pod("mvt-tapwait");
+    let foreign = foreign_macvtap("mvt-tapwait-other", index);
+    assert_eq!(tap_device(index), Some(format!("fmv0/macvtap/tap{index}")));
+    node.device_plugin_macvtap("dp0Mvp5", &["index", &index.to_string()]);
+
+    let deleter = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        foreign.delete().expect("delete the other namespace");
+    });
+    let conf = config(
+        "1.1.0",
+        json!({"deviceID": "dp0Mvp5", "owner": 2000, "group": 3000}),
+    );
+    let out = node.call("ADD", &pod, &conf);
+    deleter.join().expect("the deleting thread");
+    expect_success(&out, "ADD");
+    assert_eq!(
+        tap_device(index),
+        Some(format!("net1/macvtap/tap{index}")),
+        "the node is not the pod's macvtap's"
+    );
+    assert_eq!(tap_owner(index), Some((2000, 3000)));
+
+    // devtmpfs does not remove a node it did not make: DEL does.
+    expect_success(&node.call("DEL", &pod, &conf), "DEL");
+    assert!(!tap_path(index).exists(), "the hand-made node is left");
+}
+
+#[test]
+fn add_fails_with_code_11_while_another_namespace_holds_dev_tap_and_gives_the_device_back() {
+    let index = rare_index(1);
+    let _cleanup = NoLeftoverNode(index);
+    let node = Node::new("mvt-tapheld");
+    let pod = node.pod("mvt-tapheld");
+    let _foreign = foreign_macvtap("mvt-tapheld-other", index);
+    node.device_plugin_macvtap("dp0Mvp6", &["index", &index.to_string()]);
+
+    let conf = config("1.1.0", json!({"deviceID": "dp0Mvp6"}));
+    let (code, msg) = error_of(&node.call("ADD", &pod, &conf));
+    assert_eq!(code, 11, "{msg}");
+    assert!(msg.contains(&format!("/dev/tap{index}")), "{msg}");
+    let back = node.host.link("dp0Mvp6").expect("given back to the host");
+    assert_eq!(back.ifindex, index);
+    assert!(pod.macvtaps().is_empty());
+    assert_eq!(
+        tap_device(index),
+        Some(format!("fmv0/macvtap/tap{index}")),
+        "the other namespace's node was touched"
+    );
+}
+
+#[test]
+fn add_replaces_a_dev_tap_node_left_for_a_device_that_is_gone() {
+    let index = rare_index(2);
+    let _cleanup = NoLeftoverNode(index);
+    let node = Node::new("mvt-tapstale");
+    let pod = node.pod("mvt-tapstale");
+    // Make sure the driver is loaded, so that its major is known.
+    let ns = node.host.netns();
+    ns.exec_ok(
+        "ip",
+        &["link", "add", "warm0", "link", PARENT, "type", "macvtap"],
+    );
+    ns.exec_ok("ip", &["link", "del", "warm0"]);
+    let stale = makedev(macvtap_major(), 65_000);
+    mknod(
+        &tap_path(index),
+        SFlag::S_IFCHR,
+        Mode::S_IRUSR | Mode::S_IWUSR,
+        stale,
+    )
+    .expect("mknod a stale node");
+    assert_eq!(
+        tap_device(index),
+        None,
+        "the stale node names a live device"
+    );
+    node.device_plugin_macvtap("dp0Mvp7", &["index", &index.to_string()]);
+
+    let conf = config("1.1.0", json!({"deviceID": "dp0Mvp7"}));
+    expect_success(&node.call("ADD", &pod, &conf), "ADD");
+    assert_eq!(tap_device(index), Some(format!("net1/macvtap/tap{index}")));
+    expect_success(&node.call("DEL", &pod, &conf), "DEL");
+    assert!(!tap_path(index).exists());
+}
