@@ -337,8 +337,12 @@ fn in_netns_sees_only_that_namespace() {
 fn link_add_bridge_tolerates_an_existing_bridge_and_reports_it() {
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
-    assert!(nl.link_add_bridge("cnit-br1", Some(1400), false).expect("first"));
-    assert!(!nl.link_add_bridge("cnit-br1", Some(1400), false).expect("second"));
+    assert!(nl
+        .link_add_bridge("cnit-br1", Some(1400), false)
+        .expect("first"));
+    assert!(!nl
+        .link_add_bridge("cnit-br1", Some(1400), false)
+        .expect("second"));
     let br = show(&nl, "cnit-br1");
     assert_eq!(br.kind.as_deref(), Some("bridge"));
     assert_eq!(br.mtu, 1400);
@@ -363,7 +367,8 @@ fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
         .expect("veth");
     }
     let p0 = show(&nl, "cnit-p0");
-    nl.link_set_alias(p0.index, "cni-bridge test").expect("alias");
+    nl.link_set_alias(p0.index, "cni-bridge test")
+        .expect("alias");
     nl.bridge_link_set(
         p0.index,
         &cni_common::netlink::BridgePort {
@@ -379,7 +384,10 @@ fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
         .map(|l| format!("{} {:?}", l.name, l.alias))
         .collect();
     ports.sort();
-    assert_eq!(ports, vec!["cnit-p0 Some(\"cni-bridge test\")", "cnit-p1 None"]);
+    assert_eq!(
+        ports,
+        vec!["cnit-p0 Some(\"cni-bridge test\")", "cnit-p1 None"]
+    );
     let data = ip_link_json(&ns, "cnit-p0")["linkinfo"]["info_slave_data"].clone();
     assert_eq!(data["hairpin"], true, "{data}");
     assert_eq!(data["isolated"], true, "{data}");

@@ -1,0 +1,444 @@
+//! The ovs plugin: a veth from the container to an Open vSwitch bridge, configured through OVSDB
+//! directly, taking ovs-cni's configs.
+//!
+//! ADD creates the veth (container end directly in the container's namespace), then one OVSDB
+//! transaction adds the Port and Interface to the bridge, tagged with the attachment in
+//! `external_ids`. DEL and GC find ports by those tags, so no cache file is kept; a failed ADD
+//! undoes the port, the veth and the IPAM lease.
+
+pub mod arp;
+pub mod attachment;
+pub mod config;
+pub mod ovsdb;
+pub mod veth;
+pub mod vlan;
+pub mod vsctl;
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use cni_common::ipam;
+use cni_common::netlink::{Link, Netlink};
+use cni_common::result::{CniResult, Interface};
+use cni_common::skel::{Plugin, Request};
+use cni_common::version::ResultFormat;
+use cni_common::{Code, Error, Result};
+
+use crate::arp::PacketSocket;
+use crate::attachment::{attachment_id, Attachment};
+use crate::config::{OvsConf, Settings};
+use crate::ovsdb::{Client, Endpoint};
+use crate::veth::VethSpec;
+use crate::vsctl::{NewPort, PortView};
+
+pub const ABOUT: &str = concat!(
+    "ovs CNI plugin ",
+    env!("CARGO_PKG_VERSION"),
+    " (CNI spec 0.1.0 to 1.1.0): attaches a veth to an Open vSwitch bridge through OVSDB; \
+     takes ovs-cni configs"
+);
+
+/// Bound on connecting to OVSDB and on each request; the link-state wait adds its own time.
+const OVSDB_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the container interface is in our result's `interfaces` (the host veth is 0).
+const CONTAINER_IFACE: usize = 1;
+
+pub struct Ovs;
+
+impl Plugin for Ovs {
+    type Config = OvsConf;
+
+    fn add(&self, req: &Request<OvsConf>) -> Result<CniResult> {
+        let conf = config::load(&req.conf)?;
+        let s = Settings::resolve(&conf, req)?;
+        let ipam_type = req.conf.ipam_type();
+        if ipam_type.is_none() && req.version.result_format() == ResultFormat::Legacy {
+            return Err(Error::incompatible_version(format!(
+                "cniVersion {} results cannot describe an interface without IP addresses: \
+                 use 0.3.0 or later, or configure ipam",
+                req.version
+            )));
+        }
+        // Before anything is created: with OVSDB down, ADD fails at once and leaves nothing.
+        let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
+        let ns = req.open_netns()?;
+        let att = Attachment::of(req);
+        let host_nl = Netlink::current()?;
+        // One trip into the namespace for both sockets; they stay bound to it.
+        let (ctr_nl, packets) = ns.run(|| {
+            let nl = Netlink::current()?;
+            let packets = match ipam_type {
+                Some(_) => Some(PacketSocket::open()?),
+                None => None,
+            };
+            Ok((nl, packets))
+        })?;
+
+        // IPAM first, so an IPv4-derived MAC can be set when the veth is created.
+        let (mut result, lease) = match ipam_type {
+            Some(t) => {
+                let (r, l) = ipam::exec_add(t, req)?;
+                (r, Some(l))
+            }
+            None => (CniResult::default(), None),
+        };
+        let first_v4 = result.ips.iter().find_map(|ip| match ip.address.ip() {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        });
+        let mac = s.mac.or(first_v4.map(config::mac_from_ipv4));
+        let (veth, host_link) = veth::create(
+            &host_nl,
+            &ns,
+            &VethSpec {
+                host_name: &att.host_veth,
+                container_name: &req.cmd.ifname,
+                mtu: s.mtu,
+                container_mac: mac,
+            },
+        )?;
+        let ctr_link = ctr_nl.link_show(&req.cmd.ifname)?.ok_or_else(|| {
+            Error::system(format!(
+                "{} vanished from the container right after it was created",
+                req.cmd.ifname
+            ))
+        })?;
+        let external_ids = att.external_ids(req);
+        let port = vsctl::add_port(
+            &mut ovs,
+            &NewPort {
+                bridge: &s.bridge,
+                name: &att.host_veth,
+                vlan: &s.vlan,
+                external_ids: &external_ids,
+                interface_type: s.interface_type.as_deref(),
+                iface_id: s.ovn_port.as_deref(),
+                ofport_request: s.ofport_request,
+            },
+        )?;
+
+        let finished = (|| -> Result<()> {
+            ctr_nl.link_set_up(ctr_link.index)?;
+            if ipam_type.is_some() {
+                // As ovs-cni: addresses go on once OVS forwards for the port, so the first
+                // packets (DAD, the announcement below) are not lost.
+                vsctl::wait_until_link_up(&mut ovs, &att.host_veth, s.link_wait)?;
+                for ip in &mut result.ips {
+                    ip.interface = Some(CONTAINER_IFACE as i64);
+                }
+                ipam::configure_iface(&ctr_nl, ctr_link.index, CONTAINER_IFACE, &result)?;
+                if let (Some(packets), Some(mac)) = (&packets, ctr_link.mac) {
+                    for ip in &result.ips {
+                        if let IpAddr::V4(v4) = ip.address.ip() {
+                            // An optimisation for neighbours' caches: not worth failing ADD.
+                            if let Err(e) = packets.send_gratuitous_arp(ctr_link.index, mac, v4) {
+                                eprintln!("ovs ADD: {e}");
+                            }
+                        }
+                    }
+                }
+            }
+            result.interfaces = vec![
+                result_interface(&host_link, ""),
+                result_interface(&ctr_link, &req.cmd.netns),
+            ];
+            if let Some(dns) = req.conf.dns.as_ref().filter(|d| !d.is_empty()) {
+                result.dns = dns.clone();
+            }
+            // Fail here, while everything can still be undone, if the result cannot be printed.
+            result.to_value(req.version).map(drop)
+        })();
+        if let Err(e) = finished {
+            if let Err(undo) = vsctl::del_ports(&mut ovs, &[&port]) {
+                eprintln!("ovs rollback: removing port {}: {undo}", att.host_veth);
+            }
+            return Err(e);
+        }
+        veth.keep();
+        if let Some(lease) = lease {
+            lease.commit();
+        }
+        Ok(result)
+    }
+
+    /// Releases the address, removes the port found by its tags and the host veth (which takes
+    /// the container end with it). Succeeds when any of them is already gone, the netns
+    /// included; fails (code 11) only when OVSDB cannot be reached, after the rest is done.
+    fn del(&self, req: &Request<OvsConf>) -> Result<()> {
+        let conf = config::load(&req.conf).unwrap_or_else(|e| {
+            eprintln!("ovs DEL: {e}; using the network config alone");
+            req.conf.plugin.clone()
+        });
+        let att = Attachment::of(req);
+        let mut errors = Vec::new();
+        // IPAM first, as ovs-cni does.
+        if let Some(t) = req.conf.ipam_type() {
+            if let Err(e) = ipam::exec_del(t, req) {
+                errors.push(e);
+            }
+        }
+        let mut veths = BTreeSet::from([att.host_veth.clone()]);
+        match conf.endpoint() {
+            // ADD cannot have reached OVSDB with this config: there is nothing there to remove.
+            Err(e) => eprintln!("ovs DEL: {e}"),
+            Ok(endpoint) => match remove_ports(&endpoint, &att, req) {
+                Ok(names) => veths.extend(names),
+                Err(e) => errors.push(e),
+            },
+        }
+        let nl = Netlink::current()?;
+        for name in &veths {
+            if let Err(e) = del_host_veth(&nl, name) {
+                errors.push(e);
+            }
+        }
+        first_error("DEL", errors)
+    }
+
+    fn check(&self, req: &Request<OvsConf>) -> Result<()> {
+        let prev = req.require_prev_result()?;
+        let conf = config::load(&req.conf)?;
+        let s = Settings::resolve(&conf, req)?;
+        let att = Attachment::of(req);
+        if let Some(t) = req.conf.ipam_type() {
+            ipam::exec_check(t, req)?;
+        }
+        let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
+        let view = vsctl::show_port(&mut ovs, &att.id, &s.bridge, &att.host_veth)?;
+        check_port(&s, &att, &view)?;
+
+        let host_nl = Netlink::current()?;
+        let host = host_nl
+            .link_show(&att.host_veth)?
+            .ok_or_else(|| mismatch(format!("host veth {} does not exist", att.host_veth)))?;
+        expect_veth(&host)?;
+        let ns = req.open_netns()?;
+        let ctr_nl = Netlink::in_netns(&ns)?;
+        let ifname = &req.cmd.ifname;
+        let ctr = ctr_nl.link_show(ifname)?.ok_or_else(|| {
+            mismatch(format!(
+                "{ifname} does not exist in the container namespace"
+            ))
+        })?;
+        expect_veth(&ctr)?;
+        if ctr.link != Some(host.index) {
+            return Err(mismatch(format!(
+                "{ifname} is not the peer of host veth {}",
+                att.host_veth
+            )));
+        }
+        let pos = prev
+            .interfaces
+            .iter()
+            .position(|i| i.name == *ifname && !i.sandbox.is_empty())
+            .ok_or_else(|| mismatch(format!("prevResult does not list {ifname}")))?;
+        let listed = &prev.interfaces[pos].mac;
+        if !listed.is_empty() {
+            let listed = cni_common::mac::MacAddr::parse(listed)?;
+            if ctr.mac != Some(listed) {
+                return Err(mismatch(format!(
+                    "{ifname} has mac {}, prevResult lists {listed}",
+                    show_mac(&ctr)
+                )));
+            }
+        }
+        if let Some(mac) = s.mac.filter(|m| ctr.mac != Some(*m)) {
+            return Err(mismatch(format!(
+                "{ifname} has mac {}, configured {mac}",
+                show_mac(&ctr)
+            )));
+        }
+        if let Some(mtu) = s.mtu {
+            for link in [&host, &ctr] {
+                if link.mtu != mtu {
+                    return Err(mismatch(format!(
+                        "{} has mtu {}, configured {mtu}",
+                        link.name, link.mtu
+                    )));
+                }
+            }
+        }
+        ipam::check_iface(&ctr_nl, ctr.index, pos, prev).map_err(|e| mismatch(e.msg()))
+    }
+
+    /// Ready when OVSDB answers and the configured bridge exists; then asks IPAM.
+    fn status(&self, req: &Request<OvsConf>) -> Result<()> {
+        let conf = config::load(&req.conf)?;
+        let endpoint = conf.endpoint()?;
+        let unavailable = |e: Error| Error::new(Code::NotAvailable, e.msg());
+        let mut ovs = Client::connect(&endpoint, OVSDB_TIMEOUT).map_err(unavailable)?;
+        if let Some(bridge) = conf.bridge.as_deref().filter(|b| !b.is_empty()) {
+            if !vsctl::br_exists(&mut ovs, bridge).map_err(unavailable)? {
+                return Err(Error::new(
+                    Code::NotAvailable,
+                    format!("bridge {bridge:?} does not exist in OVSDB at {endpoint}"),
+                ));
+            }
+        }
+        if let Some(t) = req.conf.ipam_type() {
+            ipam::exec_status(t, req)?;
+        }
+        Ok(())
+    }
+
+    /// Removes this network's ports (and their host veths) whose attachment the runtime no
+    /// longer has, e.g. left by an ADD that was killed or a DEL that never came; then forwards
+    /// GC to IPAM.
+    fn gc(&self, req: &Request<OvsConf>) -> Result<()> {
+        let conf = config::load(&req.conf)?;
+        let endpoint = conf.endpoint()?;
+        let mut errors = Vec::new();
+        if let Err(e) = remove_stale_ports(&endpoint, req) {
+            errors.push(e);
+        }
+        if let Some(t) = req.conf.ipam_type() {
+            if let Err(e) = ipam::exec_gc(t, req) {
+                errors.push(e);
+            }
+        }
+        first_error("GC", errors)
+    }
+}
+
+/// Removes the attachment's ports from OVSDB; returns their names (their host veths).
+fn remove_ports(
+    endpoint: &Endpoint,
+    att: &Attachment,
+    req: &Request<OvsConf>,
+) -> Result<Vec<String>> {
+    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let ports = vsctl::find_ports(&mut ovs, &att.id, &req.cmd.netns, &req.cmd.ifname)?;
+    let uuids: Vec<&str> = ports.iter().map(|p| p.uuid.as_str()).collect();
+    vsctl::del_ports(&mut ovs, &uuids)?;
+    Ok(ports.into_iter().map(|p| p.name).collect())
+}
+
+fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()> {
+    let valid: BTreeSet<String> = req
+        .conf
+        .gc_valid_attachments()
+        .iter()
+        .map(|a| attachment_id(&a.container_id, &a.ifname))
+        .collect();
+    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let stale: Vec<vsctl::PortRow> = vsctl::list_ports(&mut ovs, &req.conf.name)?
+        .into_iter()
+        .filter(|p| p.attachment().is_none_or(|a| !valid.contains(a)))
+        .collect();
+    let uuids: Vec<&str> = stale.iter().map(|p| p.uuid.as_str()).collect();
+    vsctl::del_ports(&mut ovs, &uuids)?;
+    let nl = Netlink::current()?;
+    let mut errors = Vec::new();
+    for port in &stale {
+        if let Err(e) = del_host_veth(&nl, &port.name) {
+            errors.push(e);
+        }
+    }
+    first_error("GC", errors)
+}
+
+/// `ip link del <name>` when it is a veth; anything else of that name is not ours.
+fn del_host_veth(nl: &Netlink, name: &str) -> Result<()> {
+    match nl.link_show(name)? {
+        Some(link) if link.kind.as_deref() == Some("veth") => nl.link_del(link.index),
+        _ => Ok(()),
+    }
+}
+
+/// What OVSDB says about the port, against the config.
+fn check_port(s: &Settings, att: &Attachment, view: &PortView) -> Result<()> {
+    let name = &att.host_veth;
+    let port = view
+        .ports
+        .first()
+        .ok_or_else(|| mismatch(format!("OVSDB has no port for attachment {}", att.id)))?;
+    if port.name != *name {
+        return Err(mismatch(format!(
+            "the attachment's port is {}, expected {name}",
+            port.name
+        )));
+    }
+    let on_bridge = view
+        .bridge_ports
+        .as_ref()
+        .ok_or_else(|| mismatch(format!("bridge {:?} does not exist", s.bridge)))?;
+    if !on_bridge.contains(&port.uuid) {
+        return Err(mismatch(format!(
+            "port {name} is not on bridge {:?}",
+            s.bridge
+        )));
+    }
+    match &port.vlan {
+        Some(v) if *v == s.vlan => {}
+        Some(v) => {
+            return Err(mismatch(format!(
+                "port {name} is an {v}, the config asks for an {}",
+                s.vlan
+            )))
+        }
+        None => {
+            return Err(mismatch(format!(
+                "port {name} has VLAN settings (vlan_mode/tag/trunks) this plugin never makes; \
+                 the config asks for an {}",
+                s.vlan
+            )))
+        }
+    }
+    let iface = view
+        .interface
+        .as_ref()
+        .filter(|i| port.interfaces.contains(&i.uuid))
+        .ok_or_else(|| mismatch(format!("port {name} has no interface {name}")))?;
+    if let Some(error) = &iface.error {
+        return Err(mismatch(format!(
+            "OVS reports interface {} in error: {error}",
+            iface.name
+        )));
+    }
+    Ok(())
+}
+
+fn expect_veth(link: &Link) -> Result<()> {
+    if link.kind.as_deref() == Some("veth") {
+        Ok(())
+    } else {
+        Err(mismatch(format!(
+            "{} is a {}, not a veth",
+            link.name,
+            link.kind.as_deref().unwrap_or("link of no kind")
+        )))
+    }
+}
+
+fn result_interface(link: &Link, sandbox: &str) -> Interface {
+    Interface {
+        name: link.name.clone(),
+        mac: link.mac.map(|m| m.to_string()).unwrap_or_default(),
+        mtu: Some(link.mtu),
+        sandbox: sandbox.to_string(),
+        ..Interface::default()
+    }
+}
+
+fn show_mac(link: &Link) -> String {
+    link.mac
+        .map(|m| m.to_string())
+        .unwrap_or_else(|| "none".into())
+}
+
+fn mismatch(msg: impl std::fmt::Display) -> Error {
+    Error::system(format!("CHECK: {msg}"))
+}
+
+fn first_error(what: &str, mut errors: Vec<Error>) -> Result<()> {
+    for e in &errors {
+        eprintln!("ovs {what}: {e}");
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        n => Err(errors.remove(0).context(format!("{n} errors, the first"))),
+    }
+}

@@ -1,0 +1,72 @@
+//! The veth pair between the container and the bridge: the container end is created directly in
+//! the container's namespace (never appearing on the host under a name that could collide), the
+//! host end under the attachment's derived name.
+
+use cni_common::mac::MacAddr;
+use cni_common::netlink::{Link, Netlink, Veth};
+use cni_common::netns::NetNs;
+use cni_common::Result;
+
+/// A pair created by this call: dropping it without [`HostVeth::keep`] deletes the host end, and
+/// the kernel takes the container end with it.
+pub struct HostVeth<'a> {
+    nl: &'a Netlink,
+    index: u32,
+    name: String,
+    kept: bool,
+}
+
+/// What the pair looks like.
+#[derive(Debug, Clone, Copy)]
+pub struct VethSpec<'a> {
+    pub host_name: &'a str,
+    pub container_name: &'a str,
+    pub mtu: Option<u32>,
+    /// The container end's MAC; the kernel picks one when unset.
+    pub container_mac: Option<MacAddr>,
+}
+
+/// `ip link add <host> mtu M up type veth peer name <ifname> netns <ns> address A mtu M`.
+/// `host_nl` is a socket in the host namespace. Returns the guard and the host end as the
+/// kernel reports it.
+pub fn create<'a>(
+    host_nl: &'a Netlink,
+    ns: &NetNs,
+    spec: &VethSpec,
+) -> Result<(HostVeth<'a>, Link)> {
+    // Created up, so no further request is needed for the host end.
+    let link = host_nl.link_add_veth_show(&Veth {
+        name: spec.host_name,
+        peer_name: spec.container_name,
+        peer_netns: Some(ns),
+        mtu: spec.mtu,
+        peer_mac: spec.container_mac,
+        up: true,
+        ..Veth::default()
+    })?;
+    let veth = HostVeth {
+        nl: host_nl,
+        index: link.index,
+        name: link.name.clone(),
+        kept: false,
+    };
+    Ok((veth, link))
+}
+
+impl HostVeth<'_> {
+    /// The ADD succeeded: leave the pair in place.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for HostVeth<'_> {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        if let Err(e) = self.nl.link_del(self.index) {
+            eprintln!("ovs rollback: deleting veth {}: {e}", self.name);
+        }
+    }
+}

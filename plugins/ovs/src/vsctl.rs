@@ -1,0 +1,345 @@
+//! The Open_vSwitch database operations this plugin needs, each one transaction and each named
+//! after the `ovs-vsctl` command it replaces.
+//!
+//! Ports and Interfaces are not root rows in the schema: removing a Port's UUID from its
+//! Bridge's `ports` makes OVSDB delete the Port and its Interfaces, as `ovs-vsctl del-port` does.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use cni_common::{Error, Result};
+use serde_json::{json, Map, Value};
+
+use crate::attachment::{
+    KEY_ATTACHMENT, KEY_NETWORK, KEY_OWNER, OVS_CNI_KEY_IFACE, OVS_CNI_KEY_NETNS, OVS_CNI_OWNER,
+    OWNER,
+};
+use crate::ovsdb::{self, Client};
+use crate::vlan::PortVlan;
+
+/// A port to create: the host veth as an OVS system interface.
+#[derive(Debug, Clone)]
+pub struct NewPort<'a> {
+    pub bridge: &'a str,
+    /// Port and Interface name (the host veth).
+    pub name: &'a str,
+    pub vlan: &'a PortVlan,
+    pub external_ids: &'a BTreeMap<String, String>,
+    /// `Interface.type`; None for an ordinary system interface.
+    pub interface_type: Option<&'a str>,
+    /// `Interface.external_ids:iface-id`, the OVN logical port.
+    pub iface_id: Option<&'a str>,
+    pub ofport_request: Option<u16>,
+}
+
+/// A Port row as this plugin reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortRow {
+    pub uuid: String,
+    pub name: String,
+    /// None when the VLAN columns hold something this plugin never writes.
+    pub vlan: Option<PortVlan>,
+    pub interfaces: Vec<String>,
+    pub external_ids: BTreeMap<String, String>,
+}
+
+impl PortRow {
+    fn from_row(row: &Value) -> Option<PortRow> {
+        Some(PortRow {
+            uuid: row.get("_uuid").and_then(ovsdb::uuid_of)?.to_string(),
+            name: row.get("name")?.as_str()?.to_string(),
+            vlan: PortVlan::from_row(row),
+            interfaces: row
+                .get("interfaces")
+                .map(ovsdb::set_items)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(ovsdb::uuid_of)
+                .map(str::to_string)
+                .collect(),
+            external_ids: row
+                .get("external_ids")
+                .map(ovsdb::map_items)
+                .unwrap_or_default(),
+        })
+    }
+
+    /// `external_ids:cni-attachment`.
+    pub fn attachment(&self) -> Option<&str> {
+        self.external_ids.get(KEY_ATTACHMENT).map(String::as_str)
+    }
+}
+
+/// An Interface row as CHECK reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceRow {
+    pub uuid: String,
+    pub name: String,
+    /// Set by ovs-vswitchd when it cannot use the interface (e.g. the device is gone).
+    pub error: Option<String>,
+}
+
+const PORT_COLUMNS: [&str; 7] = [
+    "_uuid",
+    "name",
+    "vlan_mode",
+    "tag",
+    "trunks",
+    "interfaces",
+    "external_ids",
+];
+
+fn name_is(name: &str) -> Value {
+    json!([["name", "==", name]])
+}
+
+/// `where` clause: Ports whose `external_ids` include every pair of `ids`.
+fn external_ids_include(ids: &[(&str, &str)]) -> Value {
+    let ids: BTreeMap<String, String> = ids
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    json!([["external_ids", "includes", ovsdb::map(&ids)]])
+}
+
+/// Fails the transaction unless bridge `name` exists.
+fn wait_bridge(name: &str) -> Value {
+    json!({
+        "op": "wait", "timeout": 0, "table": "Bridge", "where": name_is(name),
+        "columns": ["name"], "until": "==", "rows": [{"name": name}]
+    })
+}
+
+fn select(table: &str, r#where: Value, columns: &[&str]) -> Value {
+    json!({"op": "select", "table": table, "where": r#where, "columns": columns})
+}
+
+/// `ovs-vsctl add-port <bridge> <name> -- set Port <name> <vlan> external_ids:... -- set
+/// Interface <name> ...`, as one transaction that fails cleanly when the bridge is missing.
+/// Returns the new Port's UUID.
+pub fn add_port(ovs: &mut Client, port: &NewPort) -> Result<String> {
+    let mut iface = Map::new();
+    iface.insert("name".into(), json!(port.name));
+    if let Some(t) = port.interface_type {
+        iface.insert("type".into(), json!(t));
+    }
+    if let Some(id) = port.iface_id {
+        let ids: BTreeMap<String, String> = [("iface-id".to_string(), id.to_string())].into();
+        iface.insert("external_ids".into(), ovsdb::map(&ids));
+    }
+    if let Some(n) = port.ofport_request {
+        iface.insert("ofport_request".into(), json!(n));
+    }
+    let mut row = Map::new();
+    row.insert("name".into(), json!(port.name));
+    row.insert("interfaces".into(), ovsdb::named_uuid("iface"));
+    row.insert("external_ids".into(), ovsdb::map(port.external_ids));
+    for (col, value) in port.vlan.columns() {
+        row.insert(col.into(), value);
+    }
+    let ops = [
+        wait_bridge(port.bridge),
+        json!({"op": "insert", "table": "Interface", "row": iface, "uuid-name": "iface"}),
+        json!({"op": "insert", "table": "Port", "row": row, "uuid-name": "port"}),
+        json!({
+            "op": "mutate", "table": "Bridge", "where": name_is(port.bridge),
+            "mutations": [["ports", "insert", ovsdb::set([ovsdb::named_uuid("port")])]]
+        }),
+    ];
+    let doing = format!("ovs-vsctl add-port {} {}", port.bridge, port.name);
+    let reply = ovs.transact(&ops, Duration::ZERO)?;
+    match reply.failure() {
+        Some(f) if f.index == 0 => {
+            return Err(Error::system(format!(
+                "{doing}: bridge {:?} does not exist in OVSDB at {}",
+                port.bridge,
+                ovs.endpoint()
+            )))
+        }
+        Some(f) if f.error == "constraint violation" => {
+            return Err(Error::system(format!(
+                "{doing}: a port or interface named {} already exists ({})",
+                port.name, f.details
+            )))
+        }
+        _ => {}
+    }
+    let results = reply.into_results(&doing)?;
+    results
+        .get(2)
+        .and_then(|r| r.get("uuid"))
+        .and_then(ovsdb::uuid_of)
+        .map(str::to_string)
+        .ok_or_else(|| Error::system(format!("{doing}: OVSDB did not return the port's UUID")))
+}
+
+/// `ovs-vsctl del-port` for each of `ports` (by UUID), in one transaction; a port that is
+/// already gone is not an error.
+pub fn del_ports(ovs: &mut Client, ports: &[&str]) -> Result<()> {
+    if ports.is_empty() {
+        return Ok(());
+    }
+    let ops: Vec<Value> = ports
+        .iter()
+        .map(|id| {
+            json!({
+                "op": "mutate", "table": "Bridge",
+                "where": [["ports", "includes", ovsdb::set([ovsdb::uuid(id)])]],
+                "mutations": [["ports", "delete", ovsdb::set([ovsdb::uuid(id)])]]
+            })
+        })
+        .collect();
+    ovs.transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl del-port")
+        .map(drop)
+}
+
+/// `ovs-vsctl find Port external_ids:owner=<us> external_ids:cni-attachment=<id>`, and, when
+/// `netns` is known, the port ovs-cni would have made for the same interface
+/// (`external_ids:owner=ovs-cni... contNetns=<netns> contIface=<ifname>`), in one transaction.
+pub fn find_ports(
+    ovs: &mut Client,
+    attachment: &str,
+    netns: &str,
+    ifname: &str,
+) -> Result<Vec<PortRow>> {
+    let mut ops = vec![select(
+        "Port",
+        external_ids_include(&[(KEY_OWNER, OWNER), (KEY_ATTACHMENT, attachment)]),
+        &PORT_COLUMNS,
+    )];
+    if !netns.is_empty() {
+        ops.push(select(
+            "Port",
+            external_ids_include(&[
+                (KEY_OWNER, OVS_CNI_OWNER),
+                (OVS_CNI_KEY_NETNS, netns),
+                (OVS_CNI_KEY_IFACE, ifname),
+            ]),
+            &PORT_COLUMNS,
+        ));
+    }
+    let results = ovs
+        .transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl find Port")?;
+    Ok(results
+        .iter()
+        .take(ops.len())
+        .flat_map(ovsdb::rows)
+        .filter_map(PortRow::from_row)
+        .collect())
+}
+
+/// Our ports of `network` (`ovs-vsctl find Port external_ids:owner=<us>
+/// external_ids:cni-network=<network>`), whichever bridge they are on.
+pub fn list_ports(ovs: &mut Client, network: &str) -> Result<Vec<PortRow>> {
+    let filter = external_ids_include(&[(KEY_OWNER, OWNER), (KEY_NETWORK, network)]);
+    select_ports(ovs, filter)
+}
+
+fn select_ports(ovs: &mut Client, filter: Value) -> Result<Vec<PortRow>> {
+    let ops = [select("Port", filter, &PORT_COLUMNS)];
+    let results = ovs
+        .transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl find Port")?;
+    Ok(results
+        .first()
+        .map(ovsdb::rows)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(PortRow::from_row)
+        .collect())
+}
+
+/// `ovs-vsctl br-exists <bridge>`.
+pub fn br_exists(ovs: &mut Client, bridge: &str) -> Result<bool> {
+    let ops = [select("Bridge", name_is(bridge), &["name"])];
+    let results = ovs
+        .transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl br-exists")?;
+    Ok(!results
+        .first()
+        .map(ovsdb::rows)
+        .unwrap_or_default()
+        .is_empty())
+}
+
+/// `ovs-vsctl --timeout=T wait-until Interface <name> link_state=up`: ovsdb-server holds the
+/// transaction until ovs-vswitchd reports the link up, so nothing is polled from here.
+pub fn wait_until_link_up(ovs: &mut Client, iface: &str, timeout: Duration) -> Result<()> {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let ops = [json!({
+        "op": "wait", "timeout": ms, "table": "Interface", "where": name_is(iface),
+        "columns": ["link_state"], "until": "==", "rows": [{"link_state": "up"}]
+    })];
+    let reply = ovs.transact(&ops, timeout)?;
+    if reply.failure().is_some() {
+        return Err(Error::system(format!(
+            "OVS did not report interface {iface} up within {} ms \
+             (link_state_check_retries x link_state_check_interval)",
+            timeout.as_millis()
+        )));
+    }
+    reply.into_results("ovs-vsctl wait-until").map(drop)
+}
+
+/// What CHECK compares with the config, read in one transaction.
+#[derive(Debug, Clone, Default)]
+pub struct PortView {
+    /// Our ports of the attachment (one, unless something went wrong).
+    pub ports: Vec<PortRow>,
+    /// The configured bridge's ports; None when the bridge does not exist.
+    pub bridge_ports: Option<Vec<String>>,
+    /// The Interface named after the host veth.
+    pub interface: Option<InterfaceRow>,
+}
+
+/// `ovs-vsctl find Port ... -- list Bridge <bridge> -- list Interface <iface>`.
+pub fn show_port(
+    ovs: &mut Client,
+    attachment: &str,
+    bridge: &str,
+    iface: &str,
+) -> Result<PortView> {
+    let ops = [
+        select(
+            "Port",
+            external_ids_include(&[(KEY_OWNER, OWNER), (KEY_ATTACHMENT, attachment)]),
+            &PORT_COLUMNS,
+        ),
+        select("Bridge", name_is(bridge), &["ports"]),
+        select("Interface", name_is(iface), &["_uuid", "name", "error"]),
+    ];
+    let results = ovs
+        .transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl list Port")?;
+    let rows = |i: usize| results.get(i).map(ovsdb::rows).unwrap_or_default();
+    let ports = rows(0).iter().filter_map(PortRow::from_row).collect();
+    let bridge_ports = rows(1).first().map(|b| {
+        b.get("ports")
+            .map(ovsdb::set_items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(ovsdb::uuid_of)
+            .map(str::to_string)
+            .collect()
+    });
+    let interface = rows(2).first().and_then(|r| {
+        Some(InterfaceRow {
+            uuid: r.get("_uuid").and_then(ovsdb::uuid_of)?.to_string(),
+            name: r.get("name")?.as_str()?.to_string(),
+            error: r
+                .get("error")
+                .map(ovsdb::set_items)
+                .unwrap_or_default()
+                .first()
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+        })
+    });
+    Ok(PortView {
+        ports,
+        bridge_ports,
+        interface,
+    })
+}
