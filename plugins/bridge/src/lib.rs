@@ -208,6 +208,7 @@ fn add_attachment(
 
     let mut result = CniResult::default();
     let mut extra_interfaces = Vec::new();
+    let mut gateways = Vec::new();
     let mut lease = None;
     if let Some(ipam_type) = req.conf.ipam_type() {
         let (ipam_result, l) = ipam::exec_add(ipam_type, req)?;
@@ -224,21 +225,29 @@ fn add_attachment(
         for ip in &mut result.ips {
             ip.interface = Some(CONTAINER_IFACE as i64);
         }
-        let gateways = if s.is_gateway {
-            assign_gateways(&mut result, s.is_default_gateway)
-        } else {
-            Vec::new()
-        };
-        let enable_dad = s.enable_dad;
-        let configured = &result;
+        if s.is_gateway {
+            gateways = assign_gateways(&mut result, s.is_default_gateway);
+        }
+    }
+    // One trip into the pod's namespace: its end's sysctls (before any address), up, and the
+    // IPAM addresses and routes. The host end comes up after it, so the bridge enables the port
+    // once (each enable walks every port of the bridge).
+    if !s.disable_container_interface {
+        let (enable_dad, with_ipam, configured) = (s.enable_dad, lease.is_some(), &result);
         ns.run(|| {
             let cnl = Netlink::current()?;
+            if !with_ipam {
+                return cnl.link_set_up_by_name(ifname);
+            }
+            container_sysctls(ifname, enable_dad);
             let link = cnl
                 .link_show(ifname)?
                 .ok_or_else(|| Error::system(format!("{ifname} vanished from the container")))?;
-            container_sysctls(ifname, enable_dad);
             configure_iface(&cnl, link.index, CONTAINER_IFACE, configured)
         })?;
+    }
+    nl.link_set_up(host.index)?;
+    if lease.is_some() {
         if s.is_gateway {
             let holder = match s.vlan {
                 Some(vid) => {

@@ -26,9 +26,8 @@ pub fn alias_key(link: &Link) -> Option<AttachmentKey> {
 }
 
 /// `ip link add <host veth> mtu M master <bridge> type veth peer name <ifname> address <mac>
-/// mtu M netns <container>`, then the host end's alias, `ip -n <container> link set <ifname>
-/// up` unless the container interface stays down, and `ip link set <host veth> up`. Returns
-/// the host end.
+/// mtu M netns <container>`, then the host end's alias. Both ends stay down: the caller brings
+/// the container end up (with its addresses) and then the host end. Returns the host end.
 pub fn add_port_veth(
     nl: &Netlink,
     ns: &NetNs,
@@ -49,8 +48,7 @@ pub fn add_port_veth(
         peer_mac: Some(mac),
         master: Some(bridge),
         // Enslaved down and brought up once the container end is up: the bridge then enables
-        // the port once, instead of enable, disable (no carrier yet), enable, each of which
-        // walks every port of the bridge.
+        // the port once, instead of enable, disable (no carrier yet), enable.
         up: false,
     };
     let host = match nl.link_add_veth_show(&veth) {
@@ -70,10 +68,6 @@ pub fn add_port_veth(
     nl.link_set_alias(host.index, &alias)?;
     // A bridge port is no router's client; without IPv6 the key does not exist.
     let _ = sysctl_write(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
-    if !s.disable_container_interface {
-        ns.run(|| Netlink::current()?.link_set_up_by_name(ifname))?;
-    }
-    nl.link_set_up(host.index)?;
     Ok(Link {
         alias: Some(alias),
         ..host
