@@ -34,13 +34,13 @@
 //! 100).
 
 use std::fs::File;
-use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use netns_tests::bench::{iterations, measure, median, Sample};
 use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns};
 use serde_json::json;
 
@@ -74,38 +74,14 @@ impl Ns {
     }
 }
 
-/// One finished process, or a sequence of them: wall time, CPU time (user + system), peak RSS.
-#[derive(Clone, Copy)]
-struct Sample {
-    wall: Duration,
-    cpu: Duration,
-    max_rss_kib: i64,
-}
-
-impl Sample {
-    /// Two processes run one after the other.
-    fn then(self, next: Sample) -> Sample {
-        Sample {
-            wall: self.wall + next.wall,
-            cpu: self.cpu + next.cpu,
-            max_rss_kib: self.max_rss_kib.max(next.max_rss_kib),
-        }
-    }
-}
-
-/// Spawns `program args` with only PATH and `env`, inside the namespace `netns` (setns() between
-/// fork and exec), feeds it `stdin` and reaps it with wait4 to get its own rusage. Panics, with
-/// its output, unless it exits 0.
-#[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child cannot see
+/// Runs `program args` with only PATH and `env`, inside the namespace `netns` (setns() between
+/// fork and exec), measured. Panics, with its output, unless it exits 0.
 fn call(program: &Path, args: &[&str], env: &[(&str, &str)], stdin: &[u8], netns: RawFd) -> Sample {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env_clear()
         .env("PATH", CHILD_PATH)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .envs(env.iter().copied());
     // SAFETY: between fork and exec the hook makes one async-signal-safe syscall, on an fd that
     // stays open for the whole run (close-on-exec closes the child's copy only at the exec).
     unsafe {
@@ -117,48 +93,7 @@ fn call(program: &Path, args: &[&str], env: &[(&str, &str)], stdin: &[u8], netns
             }
         });
     }
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {}: {e}", program.display()));
-    if let Some(mut pipe) = child.stdin.take() {
-        let _ = pipe.write_all(stdin);
-    }
-    let mut status = 0;
-    // SAFETY: rusage is plain data filled in by the kernel; the pid is our own child's.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = i32::try_from(child.id()).expect("pid fits i32");
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    assert_eq!(rc, pid, "wait4 failed");
-    let mut out = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    let mut err = String::new();
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut err);
-    }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "`{}` ({}) failed: {out}{err}",
-        std::iter::once(program.display().to_string())
-            .chain(args.iter().map(|a| a.to_string()))
-            .collect::<Vec<_>>()
-            .join(" "),
-        env.iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    Sample {
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss,
-    }
+    measure(cmd, stdin)
 }
 
 /// The first `name` on PATH, resolved once so that no spawn searches for it.
@@ -293,12 +228,6 @@ struct Medians {
     max_rss_kib: i64,
 }
 
-fn median(v: &[Duration]) -> Duration {
-    let mut v = v.to_vec();
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
 impl Stats {
     fn medians(&self) -> Medians {
         Medians {
@@ -340,11 +269,7 @@ fn verdict(ok: bool) -> &'static str {
 
 fn main() {
     require_root();
-    let iters: usize = std::env::var("BENCH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100)
-        .max(1);
+    let iters = iterations(100).max(1);
     let ip = which("ip");
     let conf = json!({
         "cniVersion": "1.0.0",

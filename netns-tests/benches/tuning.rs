@@ -7,11 +7,11 @@
 //!
 //! `cargo bench -p netns-tests --bench tuning` (as root; BENCH_ITERS sets the rounds, default 200).
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use netns_tests::bench::{iterations, measure, median, Sample};
 use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns};
 use serde_json::json;
 
@@ -26,61 +26,11 @@ impl Drop for RunDir {
     }
 }
 
-/// One finished call: wall time, CPU time (user + system) and peak RSS of the child.
-struct Sample {
-    wall: Duration,
-    cpu: Duration,
-    max_rss_kib: i64,
-}
-
-/// Spawns `binary` with `env` and `stdin`, reaps it with wait4 to get its own rusage.
-#[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child cannot see
+/// Runs `binary` as a runtime does (empty environment but `env`), measured.
 fn call(binary: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Sample {
-    let start = Instant::now();
-    let mut child = Command::new(binary)
-        .env_clear()
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()));
-    if let Some(mut pipe) = child.stdin.take() {
-        let _ = pipe.write_all(stdin);
-    }
-    let mut status = 0;
-    // SAFETY: rusage is plain data filled in by the kernel; the pid is our own child's.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = i32::try_from(child.id()).expect("pid fits i32");
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    assert_eq!(rc, pid, "wait4 failed");
-    let mut out = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    let mut err = String::new();
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut err);
-    }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{} failed: {out}{err}",
-        binary.display()
-    );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    Sample {
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss,
-    }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+    let mut cmd = Command::new(binary);
+    cmd.env_clear().envs(env.iter().copied());
+    measure(cmd, stdin)
 }
 
 struct Contender {
@@ -93,10 +43,7 @@ struct Contender {
 
 fn main() {
     require_root();
-    let iters: usize = std::env::var("BENCH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
+    let iters = iterations(200);
     let ns = Netns::new("bench-tuning");
     ns.exec_ok(
         "ip",
@@ -192,7 +139,7 @@ fn main() {
     let mut sizes = Vec::new();
     for c in contenders {
         let size = std::fs::metadata(&c.binary).map(|m| m.len()).unwrap_or(0);
-        let (w, cpu) = (median(c.wall), median(c.cpu));
+        let (w, cpu) = (median(&c.wall), median(&c.cpu));
         println!(
             "{:<14} {:>10.2}ms {:>10.2}ms {:>11} KiB {:>11} KiB {:>12}",
             c.name,

@@ -16,6 +16,7 @@
 //! - [`LibcniAttachment`]: go through the libcni driver (`libcni-driver/main.go`, built by
 //!   [`build_libcni_driver`]), the code path containerd, CRI-O and Multus use.
 
+pub mod bench;
 pub mod real_kernel_tier;
 
 use std::collections::BTreeSet;

@@ -17,76 +17,15 @@
 mod common;
 
 use std::fs::File;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::{OvsNode, Pod, BRIDGE, IFNAME};
+use netns_tests::bench::{iterations, measure, median, Sample};
 use nix::sched::{setns, CloneFlags};
 use serde_json::json;
 
 /// Wall and CPU (user + system) time of what one side did in a round.
-#[derive(Default, Clone, Copy)]
-struct Cost {
-    wall: Duration,
-    cpu: Duration,
-}
-
-impl std::ops::AddAssign for Cost {
-    fn add_assign(&mut self, o: Cost) {
-        self.wall += o.wall;
-        self.cpu += o.cpu;
-    }
-}
-
-/// Runs one command to completion and reaps it with wait4 for its own rusage.
-#[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child cannot see
-fn run(mut cmd: Command, stdin: &[u8]) -> Cost {
-    use std::io::Write;
-    let desc = format!("{cmd:?}");
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {desc}: {e}"));
-    if let Some(mut pipe) = child.stdin.take() {
-        let _ = pipe.write_all(stdin);
-    }
-    let mut status = 0;
-    // SAFETY: rusage is plain data filled in by the kernel; the pid is our own child's.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = i32::try_from(child.id()).expect("pid fits i32");
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    assert_eq!(rc, pid, "wait4 failed");
-    let mut out = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{desc} failed: {out}"
-    );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec.unsigned_abs())
-            + Duration::from_micros(t.tv_usec.unsigned_abs())
-    };
-    Cost {
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-    }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -100,7 +39,7 @@ struct Samples {
 }
 
 impl Samples {
-    fn push(&mut self, add: Cost, del: Cost) {
+    fn push(&mut self, add: Sample, del: Sample) {
         self.add.push(add.wall);
         self.del.push(del.wall);
         self.total.push(add.wall + del.wall);
@@ -110,11 +49,7 @@ impl Samples {
 
 fn main() {
     netns_tests::require_root();
-    let iters: usize = std::env::var("BENCH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(100);
+    let iters = iterations(100).max(1);
     let node = OvsNode::start("bench-ovs");
     let pod = Pod::new("bench-ovs-pod");
     // Join the host namespace for good: every command below starts in it directly.
@@ -132,16 +67,16 @@ fn main() {
             .env("CNI_NETNS", pod.ns.path_str())
             .env("CNI_IFNAME", IFNAME)
             .env("CNI_PATH", common::plugin_dir());
-        run(cmd, conf.as_bytes())
+        measure(cmd, conf.as_bytes())
     };
     let host = "vethbench0";
     let tool = |program: &str, args: &[&str]| {
         let mut cmd = Command::new(program);
         cmd.args(args).env("OVS_RUNDIR", node.dir.path());
-        run(cmd, b"")
+        measure(cmd, b"")
     };
     let script_add = || {
-        let mut c = tool(
+        let c = tool(
             "ip",
             &[
                 "link",
@@ -156,20 +91,21 @@ fn main() {
                 pod.ns.name(),
             ],
         );
-        c += tool("ip", &["link", "set", host, "up"]);
-        c += tool("ip", &["-n", pod.ns.name(), "link", "set", IFNAME, "up"]);
-        c += tool(
+        let c = c.then(tool("ip", &["link", "set", host, "up"]));
+        let c = c.then(tool(
+            "ip",
+            &["-n", pod.ns.name(), "link", "set", IFNAME, "up"],
+        ));
+        c.then(tool(
             "ovs-vsctl",
             &[
                 &socket, "add-port", BRIDGE, host, "--", "set", "Port", host, "tag=100",
             ],
-        );
-        c
+        ))
     };
     let script_del = || {
-        let mut c = tool("ovs-vsctl", &[&socket, "del-port", BRIDGE, host]);
-        c += tool("ip", &["link", "del", host]);
-        c
+        tool("ovs-vsctl", &[&socket, "del-port", BRIDGE, host])
+            .then(tool("ip", &["link", "del", host]))
     };
 
     // Warm the page cache for every binary before measuring.
@@ -208,14 +144,14 @@ fn main() {
         ("ours (OVSDB directly)", plugin_samples),
         ("ip + ovs-vsctl (6 commands)", script_samples),
     ] {
-        let total = median(s.total);
+        let total = median(&s.total);
         println!(
             "{:<34} {:>8.2}ms {:>8.2}ms {:>10.2}ms {:>8.2}ms",
             name,
-            ms(median(s.add)),
-            ms(median(s.del)),
+            ms(median(&s.add)),
+            ms(median(&s.del)),
             ms(total),
-            ms(median(s.cpu)),
+            ms(median(&s.cpu)),
         );
         totals.push(total);
     }
