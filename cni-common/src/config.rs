@@ -151,6 +151,18 @@ pub fn cni_args_mac(args: &CniArgs) -> Result<Option<MacAddr>> {
     parse_mac_field("CNI_ARGS MAC", args.get("MAC"))
 }
 
+/// The MAC of highest precedence among `candidates`, given lowest first (each plugin keeps its
+/// reference's order); refused with code 7 when it is not a unicast address.
+pub fn pick_mac(candidates: impl IntoIterator<Item = Option<MacAddr>>) -> Result<Option<MacAddr>> {
+    let mac = candidates.into_iter().flatten().last();
+    match mac {
+        Some(m) if m.is_multicast() || m.is_zero() => Err(Error::invalid_config(format!(
+            "mac {m} is not a unicast address"
+        ))),
+        _ => Ok(mac),
+    }
+}
+
 /// Parses an optional MAC, naming where it came from when it is invalid; empty means unset.
 pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAddr>> {
     match value {
@@ -164,6 +176,19 @@ pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAdd
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pick_mac_takes_the_last_given_and_refuses_multicast() {
+        let m = |s: &str| Some(MacAddr::parse(s).expect("mac"));
+        assert_eq!(
+            pick_mac([m("02:00:00:00:00:01"), None, m("02:00:00:00:00:03"), None]).expect("ok"),
+            m("02:00:00:00:00:03")
+        );
+        assert_eq!(pick_mac([None, None]).expect("ok"), None);
+        let e = pick_mac([m("01:00:5e:00:00:01")]).expect_err("multicast");
+        assert_eq!(e.code(), Code::InvalidConfig);
+        assert!(pick_mac([m("00:00:00:00:00:00")]).is_err());
+    }
     use crate::error::Code;
     use serde_json::json;
 

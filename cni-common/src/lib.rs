@@ -1,6 +1,6 @@
 //! The CNI specification library every plugin binary shares.
 //!
-//! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`].
+//! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`], [`vlan`].
 //! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`].
 
 pub mod args;
@@ -17,5 +17,6 @@ pub mod skel;
 pub mod state;
 pub mod sysctl;
 pub mod version;
+pub mod vlan;
 
 pub use error::{Code, Context, Error, Result};

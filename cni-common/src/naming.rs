@@ -29,15 +29,30 @@ impl AttachmentKey {
     pub fn new(network: &str, container_id: &str, ifname: &str) -> AttachmentKey {
         AttachmentKey {
             network: network_hash(network),
-            attachment: stable_hash(&[container_id, ifname]),
+            attachment: attachment_hash(container_id, ifname),
         }
     }
 
-    /// `veth` and 11 hex digits (44 bits of the attachment hash): fits IFNAMSIZ. An interface
-    /// name is unique per container, so the network is not needed to tell attachments apart.
+    /// [`host_veth_name`] of this attachment.
     pub fn host_veth_name(&self) -> String {
-        format!("veth{:011x}", self.attachment >> 20)
+        veth_name(self.attachment)
     }
+}
+
+/// The attachment's half of an [`AttachmentKey`].
+pub fn attachment_hash(container_id: &str, ifname: &str) -> u64 {
+    stable_hash(&[container_id, ifname])
+}
+
+/// The host end of an attachment's veth: `veth` and 11 hex digits (44 bits of the attachment
+/// hash), which fits IFNAMSIZ. An interface name is unique per container, so the network is not
+/// needed to tell attachments apart.
+pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
+    veth_name(attachment_hash(container_id, ifname))
+}
+
+fn veth_name(attachment: u64) -> String {
+    format!("veth{:011x}", attachment >> 20)
 }
 
 /// The network's half of an [`AttachmentKey`].
@@ -89,6 +104,12 @@ mod tests {
             a.host_veth_name(),
             AttachmentKey::new("net", "c1", "net2").host_veth_name()
         );
+    }
+
+    #[test]
+    fn host_veth_names_do_not_change_between_versions() {
+        // DEL and GC of what an earlier build made rely on this.
+        assert_eq!(host_veth_name("abc", "net1"), "veth2a94fde06e9");
     }
 
     #[test]

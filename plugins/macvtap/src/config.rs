@@ -2,7 +2,7 @@
 //! the settings it resolves to. Everything is validated before anything is changed; a value of
 //! the wrong type is an invalid config (code 7) naming its field, like a value out of range.
 
-use cni_common::config::{cni_args_mac, parse_mac_field};
+use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
 use cni_common::env::validate_ifname;
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
@@ -191,21 +191,12 @@ impl Settings {
         let group = id_field(&own.group, "group", DEFAULT_GROUP)?;
 
         let mac_field = own.mac.get("mac", "a MAC address string")?;
-        let mut mac = parse_mac_field("mac", mac_field.map(String::as_str))?;
-        for candidate in [
+        let mac = pick_mac([
+            parse_mac_field("mac", mac_field.map(String::as_str))?,
             cni_args_mac(&req.cmd.args)?,
             conf.runtime_config_mac()?,
             conf.args_mac()?,
-        ] {
-            if candidate.is_some() {
-                mac = candidate;
-            }
-        }
-        if let Some(m) = mac.filter(|m| m.is_multicast() || m.is_zero()) {
-            return Err(Error::invalid_config(format!(
-                "mac {m} is not a unicast address"
-            )));
-        }
+        ])?;
         // Only tolerate CNI_ARGS keys we read; runtimes send IgnoreUnknown anyway.
         req.cmd.args.check_known(&["MAC"])?;
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use cni_common::naming::host_veth_name;
 use cni_common::skel::Request;
 
 /// `external_ids:owner` of our ports. ovs-cni uses the same key with its own value, so neither
@@ -65,40 +66,4 @@ impl Attachment {
 
 pub fn attachment_id(container_id: &str, ifname: &str) -> String {
     format!("{container_id}/{ifname}")
-}
-
-/// `veth` and 11 hex digits of a hash of the attachment: 15 characters, the most a link name
-/// holds. The hash is FNV-1a, fixed here so that every version of the plugin agrees on names.
-pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let hash = container_id
-        .bytes()
-        .chain(std::iter::once(b'/'))
-        .chain(ifname.bytes())
-        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
-    format!("veth{:011x}", hash >> 20)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_veth_names_fit_ifnamsiz_and_depend_on_both_halves() {
-        let a = host_veth_name("c1", "net1");
-        assert_eq!(a.len(), 15);
-        assert!(a.starts_with("veth"));
-        assert_eq!(a, host_veth_name("c1", "net1"), "deterministic");
-        assert_ne!(a, host_veth_name("c1", "net2"));
-        assert_ne!(a, host_veth_name("c2", "net1"));
-        // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(host_veth_name("ab", "c"), host_veth_name("a", "bc"));
-    }
-
-    #[test]
-    fn host_veth_names_do_not_change_between_versions() {
-        // DEL and GC of ports made by an earlier build rely on this.
-        assert_eq!(host_veth_name("abc", "net1"), "veth04990fa24b4");
-    }
 }

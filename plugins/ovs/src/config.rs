@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cni_common::config::{cni_args_mac, NetConf};
+use cni_common::config::{cni_args_mac, pick_mac, NetConf};
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
@@ -286,21 +286,11 @@ fn link_wait(conf: &OvsConf) -> Result<Duration> {
 /// over `args.cni.mac` (ovs-cni reads `args.cni.mac` only when CNI_ARGS has none).
 fn requested_mac<C>(req: &Request<C>) -> Result<Option<MacAddr>> {
     let net = &req.conf;
-    let mac = match net.runtime_config_mac()? {
-        Some(m) => Some(m),
-        None => match cni_args_mac(&req.cmd.args)? {
-            Some(m) => Some(m),
-            None => net.args_mac()?,
-        },
-    };
-    if let Some(m) = mac {
-        if m.is_multicast() || m.is_zero() {
-            return Err(Error::invalid_config(format!(
-                "mac {m} is not a unicast address"
-            )));
-        }
-    }
-    Ok(mac)
+    pick_mac([
+        net.args_mac()?,
+        cni_args_mac(&req.cmd.args)?,
+        net.runtime_config_mac()?,
+    ])
 }
 
 /// The OVN logical port: CNI_ARGS `OvnPort`, else `args.cni.ovnPort` (any case, strings only,

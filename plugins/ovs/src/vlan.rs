@@ -2,27 +2,12 @@
 //! makes a trunk port carrying the listed VLANs, and a port with neither is a trunk port
 //! carrying every VLAN. When both are given the port is a trunk and `vlan` is not used.
 
-use std::collections::BTreeSet;
-
-use cni_common::{Error, Result};
-use serde::Deserialize;
+pub use cni_common::vlan::TrunkEntry;
+use cni_common::vlan::{collect_trunk, vlan_id};
+use cni_common::Result;
 use serde_json::{json, Value};
 
 use crate::ovsdb;
-
-/// Highest usable VLAN ID; 4095 is reserved by 802.1Q.
-pub const MAX_VLAN: i64 = 4094;
-
-/// One `trunk` entry: `{"id": N}` or `{"minID": A, "maxID": B}` (both inclusive).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct TrunkEntry {
-    #[serde(default)]
-    pub id: Option<i64>,
-    #[serde(default, rename = "minID")]
-    pub min_id: Option<i64>,
-    #[serde(default, rename = "maxID")]
-    pub max_id: Option<i64>,
-}
 
 /// What a port's `vlan_mode`, `tag` and `trunks` columns say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,12 +21,13 @@ pub enum PortVlan {
 impl PortVlan {
     /// Resolves the config's `vlan` and `trunk`, refusing anything out of range (code 7).
     pub fn from_config(vlan: Option<i64>, trunk: Option<&[TrunkEntry]>) -> Result<PortVlan> {
+        // ovs-cni takes `"vlan": 0` as an access port without a tag.
         if let Some(v) = vlan {
-            check_vid("vlan", v)?;
+            vlan_id("vlan", v, 0)?;
         }
         match trunk {
             Some(entries) if !entries.is_empty() => {
-                let trunks = collect_trunks(entries)?;
+                let trunks = collect_trunk("trunk", entries, 0)?;
                 if vlan.is_some() {
                     eprintln!(
                         "ovs: both vlan and trunk are set: the port is a trunk and vlan is not used"
@@ -119,56 +105,6 @@ impl std::fmt::Display for PortVlan {
             PortVlan::Trunk { trunks } => write!(f, "trunk port carrying VLANs {trunks:?}"),
         }
     }
-}
-
-fn check_vid(field: &str, v: i64) -> Result<()> {
-    if (0..=MAX_VLAN).contains(&v) {
-        Ok(())
-    } else {
-        Err(Error::invalid_config(format!(
-            "{field} {v} is out of range 0..{MAX_VLAN}"
-        )))
-    }
-}
-
-/// The VLAN IDs of `trunk`, sorted and without duplicates.
-fn collect_trunks(entries: &[TrunkEntry]) -> Result<Vec<u16>> {
-    let mut ids = BTreeSet::new();
-    for (i, e) in entries.iter().enumerate() {
-        let field = format!("trunk[{i}]");
-        if let Some(id) = e.id {
-            check_vid(&format!("{field}.id"), id)?;
-            ids.insert(id);
-        }
-        match (e.min_id, e.max_id) {
-            (None, None) if e.id.is_none() => {
-                return Err(Error::invalid_config(format!(
-                    "{field} has neither id nor minID/maxID"
-                )))
-            }
-            (None, None) => {}
-            (Some(_), None) | (None, Some(_)) => {
-                return Err(Error::invalid_config(format!(
-                    "{field}: minID and maxID must be given together"
-                )))
-            }
-            (Some(min), Some(max)) => {
-                check_vid(&format!("{field}.minID"), min)?;
-                check_vid(&format!("{field}.maxID"), max)?;
-                if min > max {
-                    return Err(Error::invalid_config(format!(
-                        "{field}: minID {min} is greater than maxID {max}"
-                    )));
-                }
-                ids.extend(min..=max);
-            }
-        }
-    }
-    // Every member was range-checked above, so each fits.
-    Ok(ids
-        .into_iter()
-        .filter_map(|v| u16::try_from(v).ok())
-        .collect())
 }
 
 #[cfg(test)]

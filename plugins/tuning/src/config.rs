@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use cni_common::config::{cni_args_mac, parse_mac_field};
+use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
 use cni_common::sysctl::{sysctl_key_to_path, validate_sysctl_path};
@@ -86,23 +86,12 @@ impl Settings {
         }
         let sysctls = resolve_sysctls(sysctl, &req.cmd.ifname, allowlist)?;
 
-        let mut mac = parse_mac_field("mac", own.mac.as_deref())?;
-        for candidate in [
+        let mac = pick_mac([
+            parse_mac_field("mac", own.mac.as_deref())?,
             cni_args_mac(&req.cmd.args)?,
             conf.runtime_config_mac()?,
             conf.args_mac()?,
-        ] {
-            if candidate.is_some() {
-                mac = candidate;
-            }
-        }
-        if let Some(m) = mac {
-            if m.is_multicast() || m.is_zero() {
-                return Err(Error::invalid_config(format!(
-                    "mac {m} is not a unicast address"
-                )));
-            }
-        }
+        ])?;
 
         let mtu = conf.arg_as::<u32>("mtu")?.or(own.mtu).filter(|m| *m != 0);
         let promisc = conf.arg_as::<bool>("promisc")?.unwrap_or(own.promisc);

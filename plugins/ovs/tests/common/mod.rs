@@ -361,7 +361,7 @@ impl Pod {
 
     /// The host veth name the plugin derives for this pod's `net1`.
     pub fn host_veth(&self) -> String {
-        ovs::attachment::host_veth_name(&self.container_id, IFNAME)
+        cni_common::naming::host_veth_name(&self.container_id, IFNAME)
     }
 
     pub fn link(&self) -> Option<netns_tests::Link> {
