@@ -1,0 +1,22 @@
+//! The network addons operator: one NetworkAddonsConfig turns on the secondary-network
+//! components (our bridge, tuning, macvtap and ovs plugins, plus upstream multus and kubemacpool)
+//! on every node.
+//!
+//! A reconcile validates the spec, fills defaults from the previously applied one, refuses
+//! unsafe changes, renders every object, applies them with server-side apply, deletes what the
+//! render no longer has (found by label), and reports conditions from DaemonSet and Deployment
+//! readiness.
+
+pub mod apply;
+pub mod crd;
+pub mod defaults;
+pub mod duration;
+pub mod error;
+pub mod events;
+pub mod labels;
+pub mod reconcile;
+pub mod render;
+pub mod settings;
+pub mod spec;
+pub mod status;
+pub mod validate;

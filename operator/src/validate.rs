@@ -1,0 +1,155 @@
+//! Validation of a NetworkAddonsConfig spec, run before defaults are filled. Every rule
+//! reports its own line, so one look at the Degraded condition shows everything to fix.
+
+use std::time::Duration;
+
+use cni_common::mac::MacAddr;
+
+use crate::duration::parse_go_duration;
+use crate::spec::{KubeMacPool, NetworkAddonsConfigSpec, SelfSignConfiguration};
+
+pub const PULL_POLICIES: [&str; 3] = ["Always", "Never", "IfNotPresent"];
+
+/// The CRI sockets the multus dynamic networks controller can talk to.
+pub const CRI_SOCKETS: [&str; 3] = [
+    "/run/crio/crio.sock",
+    "/run/containerd/containerd.sock",
+    "/run/k3s/containerd/containerd.sock",
+];
+
+/// All rule violations of `spec`; empty when it is valid.
+pub fn validate(spec: &NetworkAddonsConfigSpec) -> Vec<String> {
+    let mut errors = Vec::new();
+    if let Some(pool) = &spec.kube_mac_pool {
+        validate_kube_mac_pool(pool, &mut errors);
+    }
+    if let Some(ss) = &spec.self_sign_configuration {
+        validate_self_sign(ss, &mut errors);
+    }
+    if let Some(policy) = &spec.image_pull_policy {
+        if !PULL_POLICIES.contains(&policy.as_str()) {
+            errors.push(format!(
+                "imagePullPolicy {policy:?} is not one of Always, Never, IfNotPresent"
+            ));
+        }
+    }
+    if let Some(dn) = &spec.multus_dynamic_networks {
+        if spec.multus.is_none() {
+            errors.push("multusDynamicNetworks requires multus to be deployed".to_string());
+        }
+        let path = dn.host_cri_socket_path.as_str();
+        if !path.is_empty() && !CRI_SOCKETS.contains(&path) {
+            errors.push(format!(
+                "multusDynamicNetworks.hostCRISocketPath {path:?} is not one of {}",
+                CRI_SOCKETS.join(", ")
+            ));
+        }
+    }
+    errors
+}
+
+/// One message for the Degraded condition and the Failed event.
+pub fn message(errors: &[String]) -> String {
+    format!("invalid configuration:\n{}", errors.join("\n"))
+}
+
+fn validate_kube_mac_pool(pool: &KubeMacPool, errors: &mut Vec<String>) {
+    match (pool.range_start.is_empty(), pool.range_end.is_empty()) {
+        (true, true) => return,
+        (false, false) => {}
+        _ => {
+            errors.push(
+                "kubeMacPool: set both rangeStart and rangeEnd, or neither (a random range is then chosen)"
+                    .to_string(),
+            );
+            return;
+        }
+    }
+    let parse = |field: &str, value: &str, errors: &mut Vec<String>| match MacAddr::parse(value) {
+        Ok(mac) if mac.is_multicast() => {
+            errors.push(format!(
+                "kubeMacPool.{field} {value:?} is a multicast address (the first octet's lowest bit must be 0)"
+            ));
+            None
+        }
+        Ok(mac) => Some(mac),
+        Err(_) => {
+            errors.push(format!(
+                "kubeMacPool.{field} {value:?} is not a MAC address (six hex octets, e.g. 02:00:00:00:00:00)"
+            ));
+            None
+        }
+    };
+    let start = parse("rangeStart", &pool.range_start, errors);
+    let end = parse("rangeEnd", &pool.range_end, errors);
+    if let (Some(start), Some(end)) = (start, end) {
+        // As 48-bit numbers: a byte-by-byte comparison that stops at the first smaller byte
+        // would let 03:00:.. through before 02:ff:..
+        if mac_number(&start) >= mac_number(&end) {
+            errors.push(format!(
+                "kubeMacPool: rangeStart {} must be below rangeEnd {}",
+                pool.range_start, pool.range_end
+            ));
+        }
+    }
+}
+
+pub fn mac_number(mac: &MacAddr) -> u64 {
+    mac.octets()
+        .iter()
+        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+}
+
+fn validate_self_sign(ss: &SelfSignConfiguration, errors: &mut Vec<String>) {
+    let fields = [
+        ("caRotateInterval", &ss.ca_rotate_interval),
+        ("caOverlapInterval", &ss.ca_overlap_interval),
+        ("certRotateInterval", &ss.cert_rotate_interval),
+        ("certOverlapInterval", &ss.cert_overlap_interval),
+    ];
+    let mut parsed: Vec<Option<Duration>> = Vec::new();
+    for (name, value) in fields {
+        if value.is_empty() {
+            errors.push(format!(
+                "selfSignConfiguration.{name} is missing (set all four intervals, or none)"
+            ));
+            parsed.push(None);
+            continue;
+        }
+        match parse_go_duration(value) {
+            Ok(d) if d.is_zero() => {
+                errors.push(format!("selfSignConfiguration.{name} must be above zero"));
+                parsed.push(None);
+            }
+            Ok(d) => parsed.push(Some(d)),
+            Err(e) => {
+                errors.push(format!("selfSignConfiguration.{name}: {e}"));
+                parsed.push(None);
+            }
+        }
+    }
+    let (ca_rotate, ca_overlap, cert_rotate, cert_overlap) =
+        (parsed[0], parsed[1], parsed[2], parsed[3]);
+    let mut order = |a: Option<Duration>, b: Option<Duration>, rule: &str| {
+        if let (Some(a), Some(b)) = (a, b) {
+            if a > b {
+                errors.push(format!("selfSignConfiguration: {rule}"));
+            }
+        }
+    };
+    order(
+        ca_overlap,
+        ca_rotate,
+        "caOverlapInterval must not exceed caRotateInterval",
+    );
+    order(
+        cert_rotate,
+        ca_rotate,
+        "certRotateInterval must not exceed caRotateInterval",
+    );
+    order(
+        cert_overlap,
+        cert_rotate,
+        "certOverlapInterval must not exceed certRotateInterval",
+    );
+}
