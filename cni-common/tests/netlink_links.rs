@@ -392,3 +392,32 @@ fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
     assert_eq!(data["hairpin"], true, "{data}");
     assert_eq!(data["isolated"], true, "{data}");
 }
+
+#[test]
+fn links_of_one_kind_are_listed_and_nothing_else() {
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    assert!(nl.link_list_kind("bridge").expect("no bridges").is_empty());
+    for name in ["cnit-kb0", "cnit-kb1"] {
+        nl.link_add_bridge(name, None, false).expect("bridge");
+    }
+    veth_in(&nl, "cnit-kv0", "cnit-kv1");
+    let names = |kind: &str| -> Vec<String> {
+        let mut names: Vec<String> = nl
+            .link_list_kind(kind)
+            .expect("list")
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names("bridge"), vec!["cnit-kb0", "cnit-kb1"]);
+    assert_eq!(names("veth"), vec!["cnit-kv0", "cnit-kv1"]);
+    // `lo` has no kind; an unknown kind matches nothing.
+    assert!(names("no-such-kind").is_empty());
+    // iproute2 agrees.
+    let ip_bridges: Value =
+        serde_json::from_str(&ip(&ns, &["-j", "link", "show", "type", "bridge"])).expect("json");
+    assert_eq!(ip_bridges.as_array().map(Vec::len), Some(2), "{ip_bridges}");
+}

@@ -466,6 +466,28 @@ impl Netlink {
             .with_context(|| format!("ip link show {name}"))
     }
 
+    /// `ip link show type <kind>`: every link of that kind in the namespace ("bridge", "veth",
+    /// ...). The kernel filters the dump when it knows the kind; the kind is checked again here,
+    /// because kernels before 4.20, and kinds whose module is not loaded, get no filter.
+    pub fn link_list_kind(&self, kind: &str) -> Result<Vec<Link>> {
+        let mut req = LinkMessage::default();
+        req.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+                InfoKind::from(kind),
+            )]));
+        let replies = self
+            .dump(RouteNetlinkMessage::GetLink(req))
+            .map_err(|e| Error::from(e).context(format!("ip link show type {kind}")))?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewLink(link) => Some(Link::from_message(link)),
+                _ => None,
+            })
+            .filter(|l| l.kind.as_deref() == Some(kind))
+            .collect())
+    }
+
     /// `ip link show` by index; None when there is no such link.
     pub fn link_show_index(&self, index: u32) -> Result<Option<Link>> {
         self.get_link(link_message(index))
