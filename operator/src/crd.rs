@@ -1,7 +1,9 @@
 //! The CustomResourceDefinition: `v1` (stored) and `v1alpha1` (served, deprecated), one schema,
 //! as upstream ships them.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
 use kube::CustomResourceExt;
 
 use crate::spec::NetworkAddonsConfig;
@@ -9,6 +11,15 @@ use crate::spec::NetworkAddonsConfig;
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = NetworkAddonsConfig::crd();
     crd.spec.scope = "Cluster".to_string();
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            trim_placement_descriptions(schema);
+        }
+    }
     if let Some(v1) = crd.spec.versions.first().cloned() {
         let mut alpha = v1;
         alpha.name = "v1alpha1".to_string();
@@ -20,4 +31,40 @@ pub fn crd() -> CustomResourceDefinition {
         crd.spec.versions.push(alpha);
     }
     crd
+}
+
+/// The placement fields embed Kubernetes' Affinity and Toleration schemas, whose descriptions
+/// alone make the CRD larger than the 256 KiB `kubectl apply` can record in its annotation.
+/// `kubectl explain pod.spec.affinity` documents them already.
+fn trim_placement_descriptions(root: &mut JSONSchemaProps) {
+    let placement = root
+        .properties
+        .as_mut()
+        .and_then(|p| p.get_mut("spec"))
+        .and_then(|spec| spec.properties.as_mut())
+        .and_then(|p| p.get_mut("placementConfiguration"));
+    if let Some(p) = placement {
+        for half in p.properties.iter_mut().flat_map(|m| m.values_mut()) {
+            for field in half.properties.iter_mut().flat_map(|m| m.values_mut()) {
+                strip_descriptions(field);
+            }
+        }
+    }
+}
+
+fn strip_descriptions(schema: &mut JSONSchemaProps) {
+    schema.description = None;
+    for child in schema.properties.iter_mut().flat_map(|m| m.values_mut()) {
+        strip_descriptions(child);
+    }
+    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(items)) =
+        schema.items.as_mut()
+    {
+        strip_descriptions(items);
+    }
+    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool::Schema(extra)) =
+        schema.additional_properties.as_mut()
+    {
+        strip_descriptions(extra);
+    }
 }

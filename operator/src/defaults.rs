@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{
 use crate::spec::{
     NetworkAddonsConfigSpec, Placement, PlacementConfiguration, SelfSignConfiguration,
 };
+use crate::validate::{last_unicast_at_or_below, mac_from_number, mac_number};
 
 pub const DEFAULT_PULL_POLICY: &str = "IfNotPresent";
 pub const DEFAULT_DEVICE_PLUGIN_CONFIG: &str = "macvtap-deviceplugin-config";
@@ -124,6 +125,14 @@ pub fn fill_defaults(
                     pool.range_start = start;
                     pool.range_end = end;
                 }
+            }
+        }
+    }
+
+    if let Some(pool) = &mut out.kube_mac_pool {
+        if let Ok(end) = cni_common::mac::MacAddr::parse(&pool.range_end) {
+            if end.is_multicast() {
+                pool.range_end = mac_from_number(last_unicast_at_or_below(mac_number(&end)));
             }
         }
     }

@@ -8,12 +8,14 @@
 //! readiness.
 
 pub mod apply;
+pub mod cli;
 pub mod crd;
 pub mod defaults;
 pub mod duration;
 pub mod error;
 pub mod events;
 pub mod labels;
+pub mod manifests;
 pub mod reconcile;
 pub mod render;
 pub mod settings;

@@ -24,6 +24,7 @@ pub const CONFIG_NAME: &str = "cluster";
     kind = "NetworkAddonsConfig",
     plural = "networkaddonsconfigs",
     status = "NetworkAddonsConfigStatus",
+    doc = "Which secondary-network components run in the cluster; only the object named `cluster` is reconciled.",
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -69,7 +70,11 @@ pub struct Multus {}
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MultusDynamicNetworks {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "hostCRISocketPath",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub host_cri_socket_path: String,
 }
 

@@ -66,12 +66,6 @@ fn validate_kube_mac_pool(pool: &KubeMacPool, errors: &mut Vec<String>) {
         }
     }
     let parse = |field: &str, value: &str, errors: &mut Vec<String>| match MacAddr::parse(value) {
-        Ok(mac) if mac.is_multicast() => {
-            errors.push(format!(
-                "kubeMacPool.{field} {value:?} is a multicast address (the first octet's lowest bit must be 0)"
-            ));
-            None
-        }
         Ok(mac) => Some(mac),
         Err(_) => {
             errors.push(format!(
@@ -82,16 +76,44 @@ fn validate_kube_mac_pool(pool: &KubeMacPool, errors: &mut Vec<String>) {
     };
     let start = parse("rangeStart", &pool.range_start, errors);
     let end = parse("rangeEnd", &pool.range_end, errors);
+    if let Some(start) = start {
+        if start.is_multicast() {
+            errors.push(format!(
+                "kubeMacPool.rangeStart {:?} is a multicast address (the first octet's lowest bit must be 0)",
+                pool.range_start
+            ));
+        }
+    }
     if let (Some(start), Some(end)) = (start, end) {
         // As 48-bit numbers: a byte-by-byte comparison that stops at the first smaller byte
         // would let 03:00:.. through before 02:ff:..
-        if mac_number(&start) >= mac_number(&end) {
+        if mac_number(&start) >= last_unicast_at_or_below(mac_number(&end)) {
             errors.push(format!(
                 "kubeMacPool: rangeStart {} must be below rangeEnd {}",
                 pool.range_start, pool.range_end
             ));
         }
     }
+}
+
+/// A range end whose first octet is odd (the upstream README's `FD:FF:FF:FF:FF:FF`) is read as
+/// "up to the last unicast address before it": kubemacpool itself refuses a multicast end.
+pub fn last_unicast_at_or_below(n: u64) -> u64 {
+    if (n >> 40) & 1 == 1 {
+        // Clear to the highest address whose first octet is one below (even).
+        (n & !0xff_ffff_ffff) - 1
+    } else {
+        n
+    }
+}
+
+/// The 48-bit number of a MAC, back to its text.
+pub fn mac_from_number(n: u64) -> String {
+    let b = n.to_be_bytes();
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        b[2], b[3], b[4], b[5], b[6], b[7]
+    )
 }
 
 pub fn mac_number(mac: &MacAddr) -> u64 {
