@@ -1,1 +1,376 @@
-//! (to be written)
+//! Applying rendered objects and deleting those a render no longer contains.
+//!
+//! Every object goes through server-side apply with one field manager and `force`, so the
+//! operator owns every field it renders and drops those it stops rendering, while fields set by
+//! others (a Service's clusterIP, a webhook's caBundle) stay. Two rules on top:
+//! - an object annotated [`labels::CREATE_ONLY`] is created when missing and never updated;
+//! - an apply refused because it changes an immutable field (a DaemonSet's selector) deletes
+//!   the object and creates it again.
+//!
+//! Deletion lists every deletable kind by the managed-by label and removes what this render
+//! lacks, but only objects whose owner is a NetworkAddonsConfig: an object someone else labelled
+//! the same way is never touched.
+
+use std::collections::HashSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use kube::{Api, Client};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::labels;
+use crate::render::{RenderedKind, RENDERED_KINDS};
+use crate::spec::GROUP;
+
+/// The field manager of every apply.
+pub const FIELD_MANAGER: &str = "network-addons-operator";
+
+/// Kinds that never get an owner reference: deleting the NetworkAddonsConfig must not take the
+/// operand namespace (and whatever users put in it) or a CRD (and every object of it) along.
+const NEVER_OWNED: [&str; 2] = ["Namespace", "CustomResourceDefinition"];
+
+/// Deleted before anything else: a webhook whose service is gone blocks every pod creation.
+const DELETE_FIRST: [&str; 2] = [
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// Which object: apiVersion, kind, namespace (empty for cluster-scoped) and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Identity {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Identity {
+    pub fn of(object: &Value) -> Identity {
+        let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        Identity {
+            api_version: s(&object["apiVersion"]),
+            kind: s(&object["kind"]),
+            namespace: s(&object["metadata"]["namespace"]),
+            name: s(&object["metadata"]["name"]),
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+/// The entry of [`RENDERED_KINDS`] for `object`'s apiVersion and kind.
+pub fn kind_of(object: &Value) -> Result<&'static RenderedKind> {
+    let id = Identity::of(object);
+    RENDERED_KINDS
+        .iter()
+        .find(|k| k.api_version == id.api_version && k.kind == id.kind)
+        .ok_or_else(|| {
+            Error::new(format!(
+                "{id}: {} {} is not a kind the renderer declares",
+                id.api_version, id.kind
+            ))
+        })
+}
+
+pub fn api_resource(kind: &RenderedKind) -> ApiResource {
+    let (group, version) = kind
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", kind.api_version));
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind.kind),
+        kind.plural,
+    )
+}
+
+fn api(client: &Client, kind: &RenderedKind, namespace: &str) -> Api<DynamicObject> {
+    let resource = api_resource(kind);
+    if kind.namespaced {
+        Api::namespaced_with(client.clone(), namespace, &resource)
+    } else {
+        Api::all_with(client.clone(), &resource)
+    }
+}
+
+/// Adds `owner` to the object's owner references, except on a Namespace or a CRD.
+pub fn set_owner(object: &mut Value, owner: &OwnerReference) {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    if NEVER_OWNED.contains(&kind) {
+        return;
+    }
+    let Ok(owner) = serde_json::to_value(owner) else {
+        return;
+    };
+    let Some(metadata) = object
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    let Some(refs) = metadata
+        .as_object_mut()
+        .map(|m| m.entry("ownerReferences").or_insert_with(|| json!([])))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    if !refs.iter().any(|r| r["uid"] == owner["uid"]) {
+        refs.push(owner);
+    }
+}
+
+/// Sets a label on the object unless it already has that label.
+pub fn ensure_label(object: &mut Value, key: &str, value: &str) {
+    let Some(metadata) = object
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    if let Some(labels) = metadata
+        .as_object_mut()
+        .map(|m| m.entry("labels").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    {
+        labels
+            .entry(key.to_string())
+            .or_insert_with(|| Value::String(value.to_string()));
+    }
+}
+
+pub fn is_create_only(object: &Value) -> bool {
+    object["metadata"]["annotations"][labels::CREATE_ONLY].as_str() == Some("true")
+}
+
+/// What [`apply`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Server-side applied (created or updated, possibly a no-op).
+    Applied,
+    /// Deleted and created again: the apply changed an immutable field.
+    Recreated,
+    /// A create-only object that did not exist, created.
+    Created,
+    /// A create-only object that exists, left as it is.
+    Kept,
+}
+
+/// Applies one rendered object (which must name its namespace when its kind is namespaced).
+pub async fn apply(client: &Client, object: &Value) -> Result<Applied> {
+    let id = Identity::of(object);
+    let kind = kind_of(object)?;
+    if kind.namespaced && id.namespace.is_empty() {
+        return Err(Error::new(format!("{id}: no namespace")));
+    }
+    let api = api(client, kind, &id.namespace);
+    if is_create_only(object) {
+        let existing = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| Error::with(format!("read {id}"), e))?;
+        if existing.is_some() {
+            return Ok(Applied::Kept);
+        }
+        ssa(&api, &id, object).await?;
+        return Ok(Applied::Created);
+    }
+    match ssa_raw(&api, &id, object).await {
+        Ok(()) => Ok(Applied::Applied),
+        Err(kube::Error::Api(s)) if s.code == 422 && s.message.contains("field is immutable") => {
+            eprintln!(
+                "{id}: an immutable field changed ({}); deleting and creating it again",
+                s.message
+            );
+            match api.delete(&id.name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(Error::with(format!("delete {id} to re-create it"), e)),
+            }
+            ssa(&api, &id, object).await?;
+            Ok(Applied::Recreated)
+        }
+        Err(e) => Err(Error::with(format!("apply {id}"), e)),
+    }
+}
+
+async fn ssa(api: &Api<DynamicObject>, id: &Identity, object: &Value) -> Result<()> {
+    ssa_raw(api, id, object)
+        .await
+        .map_err(|e| Error::with(format!("apply {id}"), e))
+}
+
+async fn ssa_raw(
+    api: &Api<DynamicObject>,
+    id: &Identity,
+    object: &Value,
+) -> std::result::Result<(), kube::Error> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(&id.name, &params, &Patch::Apply(object))
+        .await
+        .map(|_| ())
+}
+
+/// What [`delete_unrendered`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deleted {
+    pub deleted: Vec<Identity>,
+    pub errors: Vec<String>,
+}
+
+/// Kinds to list for deletion, in deletion order: webhooks first, then the reverse of the
+/// render's kind order (workloads before the RBAC and config they use). Kept kinds are left out.
+pub fn deletion_order() -> Vec<&'static RenderedKind> {
+    let mut kinds: Vec<&'static RenderedKind> =
+        RENDERED_KINDS.iter().rev().filter(|k| !k.keep).collect();
+    kinds.sort_by_key(|k| !DELETE_FIRST.contains(&k.kind));
+    kinds
+}
+
+/// Whether a NetworkAddonsConfig owns the object.
+pub fn owned_by_config(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.kind == "NetworkAddonsConfig" && r.api_version.starts_with(GROUP))
+}
+
+/// Deletes every object carrying the managed-by label, owned by a NetworkAddonsConfig and not
+/// in `keep` (the objects this render produced). Namespaced kinds are listed in `namespace`.
+/// A kind the API server does not serve and an object already gone count as done; every other
+/// failure is reported and the remaining objects are still tried.
+pub async fn delete_unrendered(
+    client: &Client,
+    keep: &HashSet<Identity>,
+    namespace: &str,
+) -> Deleted {
+    let mut out = Deleted::default();
+    let selector = labels::managed_selector();
+    for kind in deletion_order() {
+        let api = api(client, kind, namespace);
+        let list = match api.list(&ListParams::default().labels(&selector)).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(s)) if s.code == 404 => continue,
+            Err(e) => {
+                out.errors.push(format!("list {}: {e}", kind.plural));
+                continue;
+            }
+        };
+        for object in list.items {
+            let id = Identity {
+                api_version: kind.api_version.to_string(),
+                kind: kind.kind.to_string(),
+                namespace: object.metadata.namespace.clone().unwrap_or_default(),
+                name: object.metadata.name.clone().unwrap_or_default(),
+            };
+            if keep.contains(&id) || !owned_by_config(&object) {
+                continue;
+            }
+            match api.delete(&id.name, &DeleteParams::background()).await {
+                Ok(_) => out.deleted.push(id),
+                Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
+                Err(e) => out.errors.push(format!("delete {id}: {e}")),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: format!("{GROUP}/v1"),
+            kind: "NetworkAddonsConfig".to_string(),
+            name: "cluster".to_string(),
+            uid: "u1".to_string(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[test]
+    fn namespaces_and_crds_get_no_owner() {
+        let mut ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        set_owner(&mut ns, &owner());
+        assert!(ns["metadata"].get("ownerReferences").is_none());
+        let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition", "metadata": {"name": "x"}});
+        set_owner(&mut crd, &owner());
+        assert!(crd["metadata"].get("ownerReferences").is_none());
+    }
+
+    #[test]
+    fn the_owner_is_added_once() {
+        let mut ds =
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"}});
+        set_owner(&mut ds, &owner());
+        set_owner(&mut ds, &owner());
+        let refs = ds["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(refs[0]["controller"], true);
+        assert_eq!(refs[0]["blockOwnerDeletion"], true);
+        assert_eq!(refs[0]["kind"], "NetworkAddonsConfig");
+    }
+
+    #[test]
+    fn a_label_already_set_is_not_replaced() {
+        let mut o = json!({"metadata": {"labels": {"a": "mine"}}});
+        ensure_label(&mut o, "a", "other");
+        ensure_label(&mut o, "b", "new");
+        assert_eq!(o["metadata"]["labels"], json!({"a": "mine", "b": "new"}));
+    }
+
+    #[test]
+    fn webhooks_are_deleted_first_and_kept_kinds_never() {
+        let order = deletion_order();
+        let first_other = order
+            .iter()
+            .position(|k| !DELETE_FIRST.contains(&k.kind))
+            .unwrap_or(order.len());
+        assert!(order[first_other..]
+            .iter()
+            .all(|k| !DELETE_FIRST.contains(&k.kind)));
+        assert!(order.iter().all(|k| !k.keep));
+    }
+
+    #[test]
+    fn api_resources_split_group_and_version() {
+        let k = RenderedKind {
+            api_version: "apps/v1",
+            kind: "DaemonSet",
+            plural: "daemonsets",
+            namespaced: true,
+            keep: false,
+        };
+        let r = api_resource(&k);
+        assert_eq!((r.group.as_str(), r.version.as_str()), ("apps", "v1"));
+        let core = RenderedKind {
+            api_version: "v1",
+            kind: "ConfigMap",
+            plural: "configmaps",
+            namespaced: true,
+            keep: false,
+        };
+        let r = api_resource(&core);
+        assert_eq!((r.group.as_str(), r.version.as_str()), ("", "v1"));
+        assert_eq!(r.api_version, "v1");
+    }
+}

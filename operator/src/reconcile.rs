@@ -1,1 +1,464 @@
-//! (to be written)
+//! The controller: one reconcile of the NetworkAddonsConfig named `cluster`.
+//!
+//! 1. validate the spec; 2. fill defaults from the previously applied spec (ConfigMap
+//!    [`APPLIED_CONFIGMAP`], key `applied`, the upstream operator's name, so a cluster moving over
+//!    keeps its MAC range and intervals) and refuse unsafe changes; 3. render and apply every
+//!    object in order; 4. delete the managed objects this render lacks; 5. only then record the
+//!    applied spec, so a failed deletion is retried from an accurate previous spec; 6. report
+//!    conditions from the rendered DaemonSets and Deployments; 7. record events.
+//!
+//! Any failure is reported as Degraded with its reason and a Warning event, and the reconcile
+//! is retried with a growing delay. Otherwise the object is reconciled again every minute, which
+//! also undoes changes made behind the operator's back, and whenever one of its DaemonSets or
+//! Deployments changes.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::{json, Value};
+
+use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
+use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
+use crate::error::{Context, Error, Result};
+use crate::events::{self, Events};
+use crate::labels;
+use crate::render::render;
+use crate::settings::Settings;
+use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
+use crate::status::{self, Health, Report, RolloutTracker};
+use crate::validate;
+
+/// The record of the last applied spec (defaults filled), upstream's name and key.
+pub const APPLIED_CONFIGMAP: &str = "cluster-networks-addons-operator-applied-cluster";
+pub const APPLIED_KEY: &str = "applied";
+
+/// Reconciled this often even when nothing changed: undoes drift.
+pub const RESYNC: Duration = Duration::from_secs(60);
+
+/// The current time; tests move it.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+/// Two random bytes for a new MAC range; tests fix them.
+pub type PrefixSource = Arc<dyn Fn() -> [u8; 2] + Send + Sync>;
+
+/// What every reconcile shares.
+pub struct Ctx {
+    pub client: Client,
+    pub settings: Settings,
+    pub clock: Clock,
+    pub prefix: PrefixSource,
+    /// When each progressing DaemonSet or Deployment last changed.
+    pub rollouts: RolloutTracker,
+    pub events: Events,
+    failures: AtomicU32,
+}
+
+impl Ctx {
+    /// The real clock and the kernel's randomness.
+    pub fn new(client: Client, settings: Settings) -> Ctx {
+        Ctx {
+            events: Events::new(client.clone()),
+            client,
+            settings,
+            clock: Arc::new(Timestamp::now),
+            prefix: Arc::new(random_prefix),
+            rollouts: RolloutTracker::default(),
+            failures: AtomicU32::new(0),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Clock) -> Ctx {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_prefix(mut self, prefix: PrefixSource) -> Ctx {
+        self.prefix = prefix;
+        self
+    }
+}
+
+/// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, and
+/// the DaemonSets and Deployments carrying the managed-by label in the operand namespace
+/// (each change reconciles `cluster`).
+pub async fn run(client: Client, settings: Settings) -> Result<()> {
+    let namespace = settings.namespace.clone();
+    eprintln!(
+        "network-addons-operator {}: reconciling NetworkAddonsConfig {CONFIG_NAME}, components in namespace {namespace}",
+        settings.operator_version
+    );
+    let ctx = Arc::new(Ctx::new(client.clone(), settings));
+    let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
+    let only_cluster = watcher::Config::default().fields(&format!("metadata.name={CONFIG_NAME}"));
+    let managed = watcher::Config::default().labels(&labels::managed_selector());
+    Controller::new(configs, only_cluster)
+        .watches(
+            Api::<DaemonSet>::namespaced(client.clone(), &namespace),
+            managed.clone(),
+            |_| Some(ObjectRef::new(CONFIG_NAME)),
+        )
+        .watches(
+            Api::<Deployment>::namespaced(client, &namespace),
+            managed,
+            |_| Some(ObjectRef::new(CONFIG_NAME)),
+        )
+        .with_config(controller::Config::default().debounce(Duration::from_secs(1)))
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                eprintln!("controller: {e}");
+            }
+        })
+        .await;
+    eprintln!("network-addons-operator: stopped");
+    Ok(())
+}
+
+async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
+    let action = reconcile_once(&ctx, &nac).await?;
+    ctx.failures.store(0, Ordering::Relaxed);
+    Ok(action)
+}
+
+fn error_policy(_nac: Arc<NetworkAddonsConfig>, error: &Error, ctx: Arc<Ctx>) -> Action {
+    let failures = ctx.failures.fetch_add(1, Ordering::Relaxed);
+    let delay = backoff(failures);
+    eprintln!(
+        "reconcile failed, retrying in {}s: {error}",
+        delay.as_secs()
+    );
+    Action::requeue(delay)
+}
+
+/// The delay before retrying after `failures` failed reconciles in a row: 5 s, doubling, at
+/// most 5 minutes.
+pub fn backoff(failures: u32) -> Duration {
+    let delay = Duration::from_secs(5).saturating_mul(1 << failures.min(6));
+    delay.min(Duration::from_secs(300))
+}
+
+/// One reconcile of `nac`; everything [`run`] does per event, callable from tests.
+/// Returns the requeue action, or the error after reporting it in the status and as an event.
+pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Action> {
+    if nac.name_any() != CONFIG_NAME {
+        return Ok(Action::await_change());
+    }
+    if nac.meta().deletion_timestamp.is_some() {
+        // Everything rendered is owned by it and goes with it.
+        ctx.rollouts.clear();
+        return Ok(Action::await_change());
+    }
+    let now = (ctx.clock)();
+
+    let errors = validate::validate(&nac.spec);
+    if !errors.is_empty() {
+        return fail(
+            ctx,
+            nac,
+            "FailedToValidate",
+            validate::message(&errors),
+            now,
+        )
+        .await;
+    }
+
+    let previous = match read_applied(ctx).await {
+        Ok(p) => p,
+        Err(e) => {
+            return fail(
+                ctx,
+                nac,
+                "FailedToGetPreviousConfigSpec",
+                e.to_string(),
+                now,
+            )
+            .await
+        }
+    };
+    let applied = fill_defaults(&nac.spec, previous.as_ref(), (ctx.prefix)());
+    if let Some(prev) = &previous {
+        let unsafe_changes = check_change_safe(prev, &applied);
+        if !unsafe_changes.is_empty() {
+            let message = format!(
+                "not applying an unsafe change:\n{}",
+                unsafe_changes.join("\n")
+            );
+            return fail(ctx, nac, "UnsafeChange", message, now).await;
+        }
+    }
+
+    let Some(owner) = nac.controller_owner_ref(&()) else {
+        return Err(Error::new(format!(
+            "NetworkAddonsConfig {CONFIG_NAME} has no uid to own its objects"
+        )));
+    };
+    let record = applied_configmap(&applied, &ctx.settings, &owner)?;
+    let objects = match render(&applied, &ctx.settings)
+        .and_then(|r| prepare(r.into_iter().map(|r| r.object), &ctx.settings, &owner))
+    {
+        // The record is written last, by itself, whatever the render says about it.
+        Ok(objects) => objects
+            .into_iter()
+            .filter(|o| Identity::of(o) != Identity::of(&record))
+            .collect::<Vec<_>>(),
+        Err(e) => return fail(ctx, nac, "FailedToRender", e.to_string(), now).await,
+    };
+
+    for object in &objects {
+        match apply::apply(&ctx.client, object).await {
+            Ok(Applied::Recreated) => {
+                eprintln!(
+                    "{}: re-created (an immutable field changed)",
+                    Identity::of(object)
+                );
+            }
+            Ok(Applied::Created) => {
+                eprintln!("{}: created (create-only)", Identity::of(object));
+            }
+            Ok(Applied::Applied | Applied::Kept) => {}
+            Err(e) => return fail(ctx, nac, "FailedToApply", e.to_string(), now).await,
+        }
+    }
+
+    let mut keep: HashSet<Identity> = objects.iter().map(Identity::of).collect();
+    keep.insert(Identity::of(&record));
+    let deleted = apply::delete_unrendered(&ctx.client, &keep, &ctx.settings.namespace).await;
+    for id in &deleted.deleted {
+        eprintln!("{id}: deleted (no longer rendered)");
+    }
+    if !deleted.errors.is_empty() {
+        let message = deleted.errors.join("\n");
+        return fail(ctx, nac, "FailedToDeleteObjects", message, now).await;
+    }
+
+    if let Err(e) = write_applied(ctx, &record).await {
+        return fail(ctx, nac, "FailedToApply", e.to_string(), now).await;
+    }
+    if previous.as_ref() != Some(&applied) {
+        let note = match previous {
+            None => "configuration applied for the first time",
+            Some(_) => "configuration modified",
+        };
+        ctx.events.normal(nac, events::MODIFIED, note).await;
+    }
+
+    let progressing = progress(ctx, &objects).await?;
+    let hung = ctx.rollouts.observe(&progressing, now);
+    let lines: Vec<String> = progressing.into_iter().map(|(line, _)| line).collect();
+    let health = if lines.is_empty() {
+        Health::Available
+    } else {
+        Health::Deploying {
+            progressing: lines.clone(),
+            hung: hung.clone(),
+        }
+    };
+    let report = Report {
+        health: health.clone(),
+        generation: nac.meta().generation,
+        version: ctx.settings.operator_version.clone(),
+        containers: Some(status::containers(&objects)),
+        not_deployed: Some(applied.not_deployed()),
+        now,
+    };
+    let written = status::write(&ctx.client, CONFIG_NAME, |old| {
+        status::next_status(old, &report)
+    })
+    .await?;
+
+    match health {
+        Health::Available => {
+            if !status::is_true(&written.before, status::AVAILABLE) {
+                ctx.events
+                    .normal(nac, events::AVAILABLE, "all components are available")
+                    .await;
+            }
+        }
+        Health::Deploying { .. } => {
+            ctx.events
+                .normal(nac, events::PROGRESSING, &lines.join("\n"))
+                .await;
+            if !hung.is_empty() {
+                ctx.events
+                    .failed(nac, "RolloutHung", &hung.join("\n"))
+                    .await;
+            }
+        }
+        Health::Failing { .. } => {}
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Reports a failure: Degraded with `reason`, a Warning event, and the error to retry on.
+async fn fail(
+    ctx: &Ctx,
+    nac: &NetworkAddonsConfig,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+) -> Result<Action> {
+    eprintln!("{reason}: {message}");
+    let report = Report {
+        health: Health::Failing {
+            reason: reason.to_string(),
+            message: message.clone(),
+        },
+        generation: nac.meta().generation,
+        version: ctx.settings.operator_version.clone(),
+        containers: None,
+        not_deployed: None,
+        now,
+    };
+    if let Err(e) = status::write(&ctx.client, CONFIG_NAME, |old| {
+        status::next_status(old, &report)
+    })
+    .await
+    {
+        eprintln!("status not written: {e}");
+    }
+    ctx.events.failed(nac, reason, &message).await;
+    Err(Error::new(format!("{reason}: {message}")))
+}
+
+/// The previously applied spec, if any.
+pub async fn read_applied(ctx: &Ctx) -> Result<Option<NetworkAddonsConfigSpec>> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.settings.namespace);
+    let what = format!(
+        "read ConfigMap {}/{APPLIED_CONFIGMAP}",
+        ctx.settings.namespace
+    );
+    let Some(cm) = api.get_opt(APPLIED_CONFIGMAP).await.context(&what)? else {
+        return Ok(None);
+    };
+    let Some(text) = cm.data.as_ref().and_then(|d| d.get(APPLIED_KEY)) else {
+        return Ok(None);
+    };
+    serde_json::from_str(text)
+        .context(format!("{what}: key {APPLIED_KEY} is not a spec"))
+        .map(Some)
+}
+
+/// The ConfigMap recording `applied`, owned by the NetworkAddonsConfig.
+pub fn applied_configmap(
+    applied: &NetworkAddonsConfigSpec,
+    settings: &Settings,
+    owner: &OwnerReference,
+) -> Result<Value> {
+    let text = serde_json::to_string(applied).context("serialize the applied spec")?;
+    Ok(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": APPLIED_CONFIGMAP,
+            "namespace": settings.namespace,
+            "labels": {
+                labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
+                labels::PART_OF: labels::PART_OF_VALUE,
+                labels::VERSION: settings.operator_version,
+            },
+            "ownerReferences": [owner],
+        },
+        "data": { APPLIED_KEY: text },
+    }))
+}
+
+async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.settings.namespace);
+    api.patch(
+        APPLIED_CONFIGMAP,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(record),
+    )
+    .await
+    .map(|_| ())
+    .context(format!(
+        "write ConfigMap {}/{APPLIED_CONFIGMAP}",
+        ctx.settings.namespace
+    ))
+}
+
+/// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
+/// namespace, every one carries the managed-by label (deletion finds objects by it) and, but for
+/// a Namespace or a CRD, the NetworkAddonsConfig as its controlling owner.
+pub fn prepare(
+    objects: impl IntoIterator<Item = Value>,
+    settings: &Settings,
+    owner: &OwnerReference,
+) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for mut object in objects {
+        let kind = apply::kind_of(&object)?;
+        if kind.namespaced && object["metadata"]["namespace"].as_str().is_none() {
+            object["metadata"]["namespace"] = Value::String(settings.namespace.clone());
+        }
+        apply::ensure_label(&mut object, labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+        apply::set_owner(&mut object, owner);
+        out.push(object);
+    }
+    Ok(out)
+}
+
+/// The rendered DaemonSets and Deployments still rolling out: a line saying why, and a
+/// fingerprint that changes whenever the object's status or generation does.
+async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for object in objects {
+        let id = Identity::of(object);
+        if id.api_version != "apps/v1" {
+            continue;
+        }
+        match id.kind.as_str() {
+            "DaemonSet" => {
+                let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &id.namespace);
+                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                    Some(ds) => {
+                        if let Some(line) = status::daemonset_progress(&ds) {
+                            out.push((line, fingerprint(ds.metadata.generation, &ds.status)));
+                        }
+                    }
+                    None => out.push((format!("{id} is missing"), String::new())),
+                }
+            }
+            "Deployment" => {
+                let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &id.namespace);
+                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                    Some(d) => {
+                        if let Some(line) = status::deployment_progress(&d) {
+                            out.push((line, fingerprint(d.metadata.generation, &d.status)));
+                        }
+                    }
+                    None => out.push((format!("{id} is missing"), String::new())),
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn fingerprint<S: serde::Serialize>(generation: Option<i64>, status: &S) -> String {
+    json!({ "generation": generation, "status": status }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_five_minutes() {
+        let delays: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+    }
+}

@@ -1,1 +1,613 @@
-//! (to be written)
+//! The NetworkAddonsConfig status: conditions `Available`, `Progressing` and `Degraded` computed
+//! the way the upstream operator does (same reasons), readiness of the rendered DaemonSets and
+//! Deployments, hung rollouts, and the status write itself.
+//!
+//! A progressing object whose status has not changed for [`PROGRESS_TIMEOUT`] makes the
+//! configuration Degraded (`RolloutHung`): a DaemonSet whose pods crash-loop would otherwise
+//! report Progressing forever.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{json, Map, Value};
+
+use crate::error::{Context, Error, Result};
+use crate::spec::{
+    Condition, ContainerImage, NetworkAddonsConfig, NetworkAddonsConfigStatus, NotDeployed,
+};
+
+pub const AVAILABLE: &str = "Available";
+pub const PROGRESSING: &str = "Progressing";
+pub const DEGRADED: &str = "Degraded";
+
+/// How long a progressing object may keep the same status before the rollout counts as hung.
+pub const PROGRESS_TIMEOUT: SignedDuration = SignedDuration::from_mins(10);
+
+/// Status writes retried on a conflict, 50 ms apart.
+const WRITE_ATTEMPTS: usize = 10;
+const WRITE_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// What this reconcile found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// The configuration could not be applied: `reason` is one of `FailedToValidate`,
+    /// `UnsafeChange`, `FailedToGetPreviousConfigSpec`, `FailedToRender`, `FailedToApply`,
+    /// `FailedToDeleteObjects`.
+    Failing { reason: String, message: String },
+    /// Objects still rolling out, one line each; `hung` names those that have not changed for
+    /// [`PROGRESS_TIMEOUT`].
+    Deploying {
+        progressing: Vec<String>,
+        hung: Vec<String>,
+    },
+    /// Every rendered DaemonSet and Deployment is available.
+    Available,
+}
+
+/// Everything the next status is computed from.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub health: Health,
+    /// The NetworkAddonsConfig's `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The operator's version.
+    pub version: String,
+    /// `None`: keep what the status has (nothing was rendered this time).
+    pub containers: Option<Vec<ContainerImage>>,
+    /// `None`: keep what the status has.
+    pub not_deployed: Option<Vec<NotDeployed>>,
+    pub now: Timestamp,
+}
+
+/// The status after `report`, given the current one: conditions keep their
+/// `lastTransitionTime` when their status did not change; `observedVersion` moves only when
+/// everything is available; the retired `Failing` condition is dropped.
+pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkAddonsConfigStatus {
+    let not_deployed = report
+        .not_deployed
+        .clone()
+        .unwrap_or_else(|| old.not_deployed.clone());
+    let (available, progressing, degraded) = match &report.health {
+        Health::Failing { reason, message } => (
+            cond(false, "Failing", "Unable to apply desired configuration"),
+            cond(
+                false,
+                "InvalidConfiguration",
+                "Human interaction is needed: see the Degraded condition",
+            ),
+            cond(true, reason, message),
+        ),
+        Health::Deploying { progressing, hung } if !hung.is_empty() => (
+            cond(false, "Failing", "A rollout is not making progress"),
+            cond(true, "Deploying", &progressing.join("\n")),
+            cond(true, "RolloutHung", &hung.join("\n")),
+        ),
+        Health::Deploying { progressing, .. } => (
+            cond(false, "Startup", "Components are being deployed"),
+            cond(true, "Deploying", &progressing.join("\n")),
+            cond(false, "AsExpected", ""),
+        ),
+        Health::Available => (
+            cond(true, "AsExpected", &available_message(&not_deployed)),
+            cond(false, "AsExpected", ""),
+            cond(false, "AsExpected", ""),
+        ),
+    };
+    let now = format_time(report.now);
+    let conditions = [
+        (AVAILABLE, available),
+        (PROGRESSING, progressing),
+        (DEGRADED, degraded),
+    ]
+    .into_iter()
+    .map(|(type_, (status, reason, message))| {
+        let previous = old.conditions.iter().find(|c| c.type_ == type_);
+        let last_transition_time = match previous {
+            Some(p) if p.status == status && p.last_transition_time.is_some() => {
+                p.last_transition_time.clone()
+            }
+            _ => Some(now.clone()),
+        };
+        Condition {
+            type_: type_.to_string(),
+            status,
+            reason,
+            message,
+            last_heartbeat_time: Some(now.clone()),
+            last_transition_time,
+        }
+    })
+    .collect();
+    NetworkAddonsConfigStatus {
+        operator_version: Some(report.version.clone()),
+        target_version: Some(report.version.clone()),
+        observed_version: if report.health == Health::Available {
+            Some(report.version.clone())
+        } else {
+            old.observed_version.clone()
+        },
+        observed_generation: report.generation.or(old.observed_generation),
+        conditions,
+        containers: report
+            .containers
+            .clone()
+            .unwrap_or_else(|| old.containers.clone()),
+        not_deployed,
+    }
+}
+
+fn cond(status: bool, reason: &str, message: &str) -> (String, String, String) {
+    let status = if status { "True" } else { "False" };
+    (status.to_string(), reason.to_string(), message.to_string())
+}
+
+fn available_message(not_deployed: &[NotDeployed]) -> String {
+    if not_deployed.is_empty() {
+        return "All components are available".to_string();
+    }
+    let skipped: Vec<String> = not_deployed
+        .iter()
+        .map(|n| format!("{} ({})", n.component, n.reason))
+        .collect();
+    format!(
+        "All deployed components are available; not deployed: {}",
+        skipped.join("; ")
+    )
+}
+
+/// RFC 3339 in whole seconds, as the API server writes times.
+pub fn format_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Whether two statuses differ in more than the heartbeat times.
+pub fn same_ignoring_heartbeat(
+    a: &NetworkAddonsConfigStatus,
+    b: &NetworkAddonsConfigStatus,
+) -> bool {
+    let strip = |s: &NetworkAddonsConfigStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_heartbeat_time = None;
+        }
+        s
+    };
+    strip(a) == strip(b)
+}
+
+/// The condition of `type_` in `status`, if its status is `True`.
+pub fn is_true(status: &NetworkAddonsConfigStatus, type_: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// Why a DaemonSet is still rolling out, or `None` when it is available.
+pub fn daemonset_progress(ds: &DaemonSet) -> Option<String> {
+    let status = ds.status.clone().unwrap_or_default();
+    let desired = status.desired_number_scheduled;
+    let unavailable = status.number_unavailable.unwrap_or(0);
+    let why = if unavailable > 0 {
+        format!("is not available (awaiting {unavailable} nodes)")
+    } else if status.number_available.unwrap_or(0) == 0 && desired != 0 {
+        "is not yet scheduled on any node".to_string()
+    } else if status.updated_number_scheduled.unwrap_or(0) < desired {
+        "update is rolling out".to_string()
+    } else if ds.metadata.generation.unwrap_or(0) > status.observed_generation.unwrap_or(0) {
+        "update is being processed".to_string()
+    } else {
+        return None;
+    };
+    Some(format!("DaemonSet {:?} {why}", qualified(ds)))
+}
+
+/// Why a Deployment is still rolling out, or `None` when it is available.
+pub fn deployment_progress(d: &Deployment) -> Option<String> {
+    let status = d.status.clone().unwrap_or_default();
+    let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let unavailable = status.unavailable_replicas.unwrap_or(0);
+    let why = if unavailable > 0 {
+        format!("is not available (awaiting {unavailable} replicas)")
+    } else if status.available_replicas.unwrap_or(0) == 0 && wanted != 0 {
+        "has no available replica yet".to_string()
+    } else if status.observed_generation.unwrap_or(0) < d.metadata.generation.unwrap_or(0) {
+        "update is being processed".to_string()
+    } else {
+        return None;
+    };
+    Some(format!("Deployment {:?} {why}", qualified(d)))
+}
+
+fn qualified<K: kube::Resource>(o: &K) -> String {
+    match o.meta().namespace.as_deref() {
+        Some(ns) => format!("{ns}/{}", o.meta().name.as_deref().unwrap_or_default()),
+        None => o.meta().name.clone().unwrap_or_default(),
+    }
+}
+
+/// Every container and init container of every DaemonSet and Deployment in `objects`.
+pub fn containers(objects: &[Value]) -> Vec<ContainerImage> {
+    let mut out = Vec::new();
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap_or_default();
+        if kind != "DaemonSet" && kind != "Deployment" {
+            continue;
+        }
+        let parent = o["metadata"]["name"].as_str().unwrap_or_default();
+        let pod = &o["spec"]["template"]["spec"];
+        let Ok(pod) = serde_json::from_value::<PodSpec>(pod.clone()) else {
+            continue;
+        };
+        let all = pod
+            .containers
+            .iter()
+            .chain(pod.init_containers.iter().flatten());
+        for c in all {
+            out.push(ContainerImage {
+                parent_kind: kind.to_string(),
+                parent_name: parent.to_string(),
+                name: c.name.clone(),
+                image: c.image.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+/// When each progressing object's status last changed, kept between reconciles.
+#[derive(Default)]
+pub struct RolloutTracker {
+    seen: Mutex<HashMap<String, (String, Timestamp)>>,
+}
+
+impl RolloutTracker {
+    /// Records this reconcile's progressing objects, each as `(line, fingerprint)` where the
+    /// fingerprint changes whenever the object's status or generation does, and returns the
+    /// lines of those unchanged for [`PROGRESS_TIMEOUT`]. Objects no longer progressing are
+    /// forgotten.
+    pub fn observe(&self, progressing: &[(String, String)], now: Timestamp) -> Vec<String> {
+        let mut seen = match self.seen.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        seen.retain(|line, _| progressing.iter().any(|(l, _)| key(l) == *line));
+        let mut hung = Vec::new();
+        for (line, fingerprint) in progressing {
+            let entry = seen
+                .entry(key(line))
+                .or_insert_with(|| (fingerprint.clone(), now));
+            if entry.0 != *fingerprint {
+                *entry = (fingerprint.clone(), now);
+            }
+            if now.duration_since(entry.1) >= PROGRESS_TIMEOUT {
+                hung.push(format!(
+                    "{line}; its status has not changed for {} minutes",
+                    now.duration_since(entry.1).as_mins()
+                ));
+            }
+        }
+        hung
+    }
+
+    pub fn clear(&self) {
+        match self.seen.lock() {
+            Ok(mut s) => s.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
+    }
+}
+
+/// The object a progress line is about (`DaemonSet "ns/name"`), so a line whose wording
+/// changes still counts as the same object.
+fn key(line: &str) -> String {
+    match line.match_indices('"').nth(1) {
+        Some((i, _)) => line[..=i].to_string(),
+        None => line.to_string(),
+    }
+}
+
+/// The status before and after a write.
+#[derive(Clone, Debug, Default)]
+pub struct Written {
+    pub before: NetworkAddonsConfigStatus,
+    pub after: NetworkAddonsConfigStatus,
+    /// Whether a patch was sent (the status changed in more than its heartbeat).
+    pub patched: bool,
+}
+
+/// Reads the current status of the NetworkAddonsConfig `name`, computes the next one with
+/// `next`, and patches the status subresource when it changed (ignoring heartbeats). The patch
+/// carries the resourceVersion read, so a concurrent write makes it fail with Conflict; it is
+/// then recomputed and retried, up to 10 times.
+pub async fn write(
+    client: &Client,
+    name: &str,
+    next: impl Fn(&NetworkAddonsConfigStatus) -> NetworkAddonsConfigStatus,
+) -> Result<Written> {
+    let api: Api<NetworkAddonsConfig> = Api::all(client.clone());
+    let mut last_error = None;
+    for attempt in 0..WRITE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(WRITE_RETRY_DELAY).await;
+        }
+        let current = api
+            .get(name)
+            .await
+            .context(format!("read NetworkAddonsConfig {name}"))?;
+        let before = current.status.clone().unwrap_or_default();
+        let after = next(&before);
+        if same_ignoring_heartbeat(&before, &after) {
+            return Ok(Written {
+                before,
+                after,
+                patched: false,
+            });
+        }
+        let patch = status_patch(&before, &after, current.resource_version())?;
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                return Ok(Written {
+                    before,
+                    after,
+                    patched: true,
+                })
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => last_error = Some(s.message.clone()),
+            Err(e) => return Err(Error::with(format!("write the status of {name}"), e)),
+        }
+    }
+    Err(Error::new(format!(
+        "write the status of {name}: still conflicting after {WRITE_ATTEMPTS} attempts: {}",
+        last_error.unwrap_or_default()
+    )))
+}
+
+/// A merge patch replacing the status: fields the new status no longer has are set to null
+/// (a merge patch leaves absent fields alone), and the resourceVersion makes it conditional.
+fn status_patch(
+    before: &NetworkAddonsConfigStatus,
+    after: &NetworkAddonsConfigStatus,
+    resource_version: Option<String>,
+) -> Result<Value> {
+    let old = serde_json::to_value(before).context("serialize the status")?;
+    let mut new = match serde_json::to_value(after).context("serialize the status")? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let Value::Object(old) = old {
+        for k in old.keys() {
+            new.entry(k.clone()).or_insert(Value::Null);
+        }
+    }
+    let mut patch = json!({ "status": new });
+    if let Some(rv) = resource_version {
+        patch["metadata"] = json!({ "resourceVersion": rv });
+    }
+    Ok(patch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + secs).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn report(health: Health, secs: i64) -> Report {
+        Report {
+            health,
+            generation: Some(3),
+            version: "1.2.3".to_string(),
+            containers: None,
+            not_deployed: None,
+            now: at(secs),
+        }
+    }
+
+    fn condition<'a>(s: &'a NetworkAddonsConfigStatus, t: &str) -> &'a Condition {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .unwrap_or_else(|| panic!("no {t} condition"))
+    }
+
+    #[test]
+    fn transition_time_stays_while_the_status_does_and_heartbeat_moves() {
+        let deploying = Health::Deploying {
+            progressing: vec!["DaemonSet \"ns/a\" update is rolling out".to_string()],
+            hung: vec![],
+        };
+        let first = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(deploying.clone(), 0),
+        );
+        let second = next_status(&first, &report(deploying, 60));
+        let p1 = condition(&first, PROGRESSING);
+        let p2 = condition(&second, PROGRESSING);
+        assert_eq!(p1.last_transition_time, p2.last_transition_time);
+        assert_ne!(p1.last_heartbeat_time, p2.last_heartbeat_time);
+        assert!(same_ignoring_heartbeat(&first, &second));
+
+        let third = next_status(&second, &report(Health::Available, 120));
+        assert_eq!(condition(&third, AVAILABLE).status, "True");
+        assert_ne!(
+            condition(&third, AVAILABLE).last_transition_time,
+            p1.last_transition_time
+        );
+        assert_eq!(third.observed_version.as_deref(), Some("1.2.3"));
+        assert_eq!(second.observed_version, None);
+    }
+
+    #[test]
+    fn the_retired_failing_condition_is_dropped() {
+        let old = NetworkAddonsConfigStatus {
+            conditions: vec![Condition {
+                type_: "Failing".to_string(),
+                status: "True".to_string(),
+                ..Condition::default()
+            }],
+            ..Default::default()
+        };
+        let next = next_status(&old, &report(Health::Available, 0));
+        let types: Vec<&str> = next.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [AVAILABLE, PROGRESSING, DEGRADED]);
+    }
+
+    #[test]
+    fn a_failure_is_degraded_and_not_available() {
+        let next = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(
+                Health::Failing {
+                    reason: "FailedToValidate".to_string(),
+                    message: "invalid configuration:\nx".to_string(),
+                },
+                0,
+            ),
+        );
+        assert_eq!(condition(&next, DEGRADED).status, "True");
+        assert_eq!(condition(&next, DEGRADED).reason, "FailedToValidate");
+        assert_eq!(condition(&next, AVAILABLE).reason, "Failing");
+        assert_eq!(condition(&next, PROGRESSING).reason, "InvalidConfiguration");
+        assert_eq!(next.operator_version.as_deref(), Some("1.2.3"));
+        assert_eq!(next.target_version.as_deref(), Some("1.2.3"));
+        assert_eq!(next.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn a_daemonset_without_status_is_being_processed() {
+        let ds: DaemonSet = serde_json::from_value(json!({
+            "metadata": {"name": "a", "namespace": "ns", "generation": 1}
+        }))
+        .unwrap_or_default();
+        let line = daemonset_progress(&ds).unwrap_or_default();
+        assert_eq!(line, "DaemonSet \"ns/a\" update is being processed");
+    }
+
+    #[test]
+    fn daemonset_rules_in_upstream_order() {
+        let ds = |status: Value| -> DaemonSet {
+            serde_json::from_value(json!({
+                "metadata": {"name": "a", "namespace": "ns", "generation": 2},
+                "status": status
+            }))
+            .unwrap_or_default()
+        };
+        let base = json!({"currentNumberScheduled": 3, "desiredNumberScheduled": 3,
+            "numberMisscheduled": 0, "numberReady": 3, "numberAvailable": 3,
+            "updatedNumberScheduled": 3, "observedGeneration": 2});
+        assert_eq!(daemonset_progress(&ds(base.clone())), None);
+        let mut s = base.clone();
+        s["numberUnavailable"] = json!(2);
+        assert!(daemonset_progress(&ds(s))
+            .unwrap_or_default()
+            .ends_with("is not available (awaiting 2 nodes)"));
+        let mut s = base.clone();
+        s["numberAvailable"] = json!(0);
+        assert!(daemonset_progress(&ds(s))
+            .unwrap_or_default()
+            .ends_with("not yet scheduled on any node"));
+        let mut s = base.clone();
+        s["updatedNumberScheduled"] = json!(1);
+        assert!(daemonset_progress(&ds(s))
+            .unwrap_or_default()
+            .ends_with("update is rolling out"));
+        let mut s = base;
+        s["observedGeneration"] = json!(1);
+        assert!(daemonset_progress(&ds(s))
+            .unwrap_or_default()
+            .ends_with("update is being processed"));
+    }
+
+    #[test]
+    fn deployment_rules() {
+        let d = |status: Value| -> Deployment {
+            serde_json::from_value(json!({
+                "metadata": {"name": "k", "namespace": "ns", "generation": 2},
+                "spec": {"replicas": 2, "selector": {}, "template": {}},
+                "status": status
+            }))
+            .unwrap_or_default()
+        };
+        assert_eq!(
+            deployment_progress(&d(json!({"availableReplicas": 2, "observedGeneration": 2}))),
+            None
+        );
+        assert!(deployment_progress(&d(json!({"availableReplicas": 1,
+            "unavailableReplicas": 1, "observedGeneration": 2})))
+        .is_some());
+        assert!(deployment_progress(&d(json!({"observedGeneration": 2}))).is_some());
+        assert!(
+            deployment_progress(&d(json!({"availableReplicas": 2, "observedGeneration": 1})))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_rollout_is_hung_after_ten_unchanged_minutes_and_a_change_restarts_the_clock() {
+        let tracker = RolloutTracker::default();
+        let line = "DaemonSet \"ns/a\" is not available (awaiting 1 nodes)".to_string();
+        let obs =
+            |fp: &str, secs: i64| tracker.observe(&[(line.clone(), fp.to_string())], at(secs));
+        assert!(obs("s1", 0).is_empty());
+        assert!(obs("s1", 9 * 60).is_empty());
+        assert!(obs("s2", 9 * 60 + 30).is_empty());
+        assert!(obs("s2", 19 * 60).is_empty());
+        let hung = obs("s2", 20 * 60);
+        assert_eq!(hung.len(), 1);
+        assert!(hung[0].starts_with(&line));
+        // no longer progressing: forgotten, so a new rollout gets its full ten minutes
+        assert!(tracker.observe(&[], at(21 * 60)).is_empty());
+        assert!(obs("s2", 22 * 60).is_empty());
+    }
+
+    #[test]
+    fn containers_include_init_containers() {
+        let ds = json!({"kind": "DaemonSet", "metadata": {"name": "a"}, "spec": {"template": {"spec": {
+            "initContainers": [{"name": "install", "image": "img:1"}],
+            "containers": [{"name": "main", "image": "img:2"}]}}}});
+        let cm = json!({"kind": "ConfigMap", "metadata": {"name": "c"}});
+        let list = containers(&[ds, cm]);
+        let names: Vec<(&str, &str)> = list
+            .iter()
+            .map(|c| (c.name.as_str(), c.image.as_str()))
+            .collect();
+        assert_eq!(names, [("main", "img:2"), ("install", "img:1")]);
+        assert_eq!(list[0].parent_kind, "DaemonSet");
+        assert_eq!(list[0].parent_name, "a");
+    }
+
+    #[test]
+    fn the_patch_nulls_fields_the_new_status_drops() {
+        let before = NetworkAddonsConfigStatus {
+            observed_version: Some("0.9".to_string()),
+            not_deployed: vec![NotDeployed {
+                component: "nmstate".to_string(),
+                reason: "r".to_string(),
+            }],
+            ..Default::default()
+        };
+        let after = NetworkAddonsConfigStatus {
+            observed_version: Some("1.0".to_string()),
+            ..Default::default()
+        };
+        let patch = status_patch(&before, &after, Some("7".to_string())).unwrap_or_default();
+        assert_eq!(patch["status"]["notDeployed"], Value::Null);
+        assert!(patch["status"]
+            .as_object()
+            .is_some_and(|m| m.contains_key("notDeployed")));
+        assert_eq!(patch["status"]["observedVersion"], "1.0");
+        assert_eq!(patch["metadata"]["resourceVersion"], "7");
+    }
+}
