@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use network_addons_operator::error::{Context, Error, Result};
 use network_addons_operator::settings::Settings;
-use network_addons_operator::{cli, crd, manifests};
+use network_addons_operator::{cli, crd, manifests, reconcile};
 
 const USAGE: &str = "\
 usage: network-addons-operator <command>
@@ -113,7 +113,6 @@ fn run(settings: Settings) -> Result<()> {
         let client = kube::Client::try_default()
             .await
             .context("connect to the API server")?;
-        let _ = (client, settings);
-        Err::<(), _>(Error::new("reconcile is not built yet"))
+        reconcile::run(client, settings).await
     })
 }
