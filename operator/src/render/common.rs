@@ -1,0 +1,500 @@
+//! What every component's objects share: labels and metadata, placement, small builders for
+//! containers, volumes and RBAC, the operand Namespace, and the two containers of our CNI
+//! installer image (an init container that installs, a long-running one that keeps the
+//! binaries in place and marks the node).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
+};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, Namespace,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecurityContext,
+    ServiceAccount, Volume, VolumeMount,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+
+use super::Rendered;
+use crate::defaults::{default_infra_placement, default_workloads_placement, DEFAULT_PULL_POLICY};
+use crate::error::{Context, Result};
+use crate::labels;
+use crate::settings::Settings;
+use crate::spec::{Component, NetworkAddonsConfigSpec, Placement};
+
+/// The `app.kubernetes.io/component` value of objects no single component owns.
+pub const SHARED_COMPONENT: &str = "network-addons";
+
+/// Where the installer image keeps its binary and the plugins it installs.
+pub const INSTALLER: &str = "/cni-installer";
+pub const INSTALLER_PLUGINS_DIR: &str = "/plugins";
+
+/// The host's CNI binary directory, as a volume and where containers see it.
+pub const CNI_BIN_VOLUME: &str = "cnibin";
+
+/// Everything a component's render reads: the applied spec with its defaults resolved once.
+pub struct Ctx<'a> {
+    pub spec: &'a NetworkAddonsConfigSpec,
+    pub settings: &'a Settings,
+    pub pull_policy: String,
+    /// Cluster-wide controllers (Deployments).
+    pub infra: Placement,
+    /// Node agents (DaemonSets).
+    pub workloads: Placement,
+}
+
+impl<'a> Ctx<'a> {
+    /// `applied` normally has every default filled; an unfilled field still renders with the
+    /// operator's default rather than an empty value.
+    pub fn new(applied: &'a NetworkAddonsConfigSpec, settings: &'a Settings) -> Ctx<'a> {
+        let pull_policy = applied
+            .image_pull_policy
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| DEFAULT_PULL_POLICY.to_string());
+        let placement = applied.placement_configuration.as_ref();
+        Ctx {
+            spec: applied,
+            settings,
+            pull_policy,
+            infra: placement
+                .and_then(|p| p.infra.clone())
+                .unwrap_or_else(default_infra_placement),
+            workloads: placement
+                .and_then(|p| p.workloads.clone())
+                .unwrap_or_else(default_workloads_placement),
+        }
+    }
+
+    /// The host's CNI binary directory as our containers see it: `/host<cni_bin_dir>`.
+    pub fn host_bin_dir(&self) -> String {
+        host_path(&self.settings.cni_bin_dir)
+    }
+}
+
+/// `/host` + an absolute host path (a relative one is taken from `/`).
+pub fn host_path(path: &str) -> String {
+    format!("/host/{}", path.trim_start_matches('/'))
+}
+
+/// A label value Kubernetes accepts: at most 63 of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+/// Versions such as `1.2.0+abc` become `1.2.0-abc`.
+pub fn label_value(s: &str) -> String {
+    let mapped: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    mapped
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+/// The labels on every object and pod template of `component` (`None`: shared objects).
+pub fn labels(ctx: &Ctx, component: Option<Component>) -> BTreeMap<String, String> {
+    let version = label_value(&ctx.settings.operator_version);
+    BTreeMap::from([
+        (
+            labels::MANAGED_BY.to_string(),
+            labels::MANAGED_BY_VALUE.to_string(),
+        ),
+        (
+            labels::COMPONENT.to_string(),
+            component
+                .map_or(SHARED_COMPONENT, Component::key)
+                .to_string(),
+        ),
+        (
+            labels::PART_OF.to_string(),
+            labels::PART_OF_VALUE.to_string(),
+        ),
+        (labels::VERSION.to_string(), version.clone()),
+        (labels::UPSTREAM_VERSION.to_string(), version),
+    ])
+}
+
+/// Metadata of a cluster-scoped object.
+pub fn cluster_meta(ctx: &Ctx, name: &str, component: Option<Component>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        labels: Some(labels(ctx, component)),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Metadata of an object in the operand namespace.
+pub fn meta(ctx: &Ctx, name: &str, component: Option<Component>) -> ObjectMeta {
+    ObjectMeta {
+        namespace: Some(ctx.settings.namespace.clone()),
+        ..cluster_meta(ctx, name, component)
+    }
+}
+
+pub fn string_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A selector over fixed labels only: `spec.selector` cannot change once created, so it never
+/// holds the version. The keys are upstream's, so an object upstream created is taken over in
+/// place.
+pub fn selector(pairs: &[(&str, &str)]) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(string_map(pairs)),
+        match_expressions: None,
+    }
+}
+
+/// A pod template carrying our labels plus the selector's, and a one-line description.
+pub fn pod_template(
+    ctx: &Ctx,
+    component: Component,
+    selector_labels: &[(&str, &str)],
+    description: &str,
+    spec: PodSpec,
+) -> PodTemplateSpec {
+    let mut pod_labels = labels(ctx, Some(component));
+    pod_labels.extend(string_map(selector_labels));
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: Some(string_map(&[("description", description)])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(spec),
+    }
+}
+
+/// Sets node selector, affinity and tolerations; an empty part of the placement leaves the
+/// field unset.
+pub fn place(spec: &mut PodSpec, placement: &Placement) {
+    spec.node_selector = placement.node_selector.clone().filter(|m| !m.is_empty());
+    spec.affinity = placement.affinity.clone();
+    spec.tolerations = placement.tolerations.clone().filter(|t| !t.is_empty());
+}
+
+/// A DaemonSet of node agents: workloads placement, rolled out `max_unavailable` at a time
+/// (`None`: the API's default of one node).
+pub fn daemon_set(
+    ctx: &Ctx,
+    component: Component,
+    name: &str,
+    selector_labels: &[(&str, &str)],
+    description: &str,
+    mut spec: PodSpec,
+    max_unavailable: Option<&str>,
+) -> DaemonSet {
+    place(&mut spec, &ctx.workloads);
+    DaemonSet {
+        metadata: meta(ctx, name, Some(component)),
+        spec: Some(DaemonSetSpec {
+            selector: selector(selector_labels),
+            template: pod_template(ctx, component, selector_labels, description, spec),
+            update_strategy: Some(DaemonSetUpdateStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: max_unavailable.map(|m| RollingUpdateDaemonSet {
+                    max_unavailable: Some(IntOrString::String(m.to_string())),
+                    max_surge: None,
+                }),
+            }),
+            ..DaemonSetSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Requests only: limits on node agents and controllers get them OOM-killed on big clusters,
+/// and a CPU limit throttles them when the node is busy, exactly when they are needed.
+pub fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.to_string())),
+            ("memory".to_string(), Quantity(memory.to_string())),
+        ])),
+        ..ResourceRequirements::default()
+    }
+}
+
+pub fn privileged() -> SecurityContext {
+    SecurityContext {
+        privileged: Some(true),
+        ..SecurityContext::default()
+    }
+}
+
+/// A container with the fields every rendered container has: the spec's pull policy and the
+/// log tail as termination message.
+pub fn container(ctx: &Ctx, name: &str, image: &str) -> Container {
+    Container {
+        name: name.to_string(),
+        image: Some(image.to_string()),
+        image_pull_policy: Some(ctx.pull_policy.clone()),
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
+        ..Container::default()
+    }
+}
+
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn host_path_volume(name: &str, path: &str) -> Volume {
+    Volume {
+        name: name.to_string(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_string(),
+            type_: None,
+        }),
+        ..Volume::default()
+    }
+}
+
+pub fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_string(),
+        mount_path: path.to_string(),
+        ..VolumeMount::default()
+    }
+}
+
+/// An environment variable from the pod's own fields (`spec.nodeName`, `metadata.namespace`).
+pub fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                api_version: None,
+                field_path: field_path.to_string(),
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+pub fn value_env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        value_from: None,
+    }
+}
+
+pub fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(strings(groups)),
+        resources: Some(strings(resources)),
+        verbs: strings(verbs),
+        ..PolicyRule::default()
+    }
+}
+
+pub fn service_account(ctx: &Ctx, name: &str, component: Component) -> ServiceAccount {
+    ServiceAccount {
+        metadata: meta(ctx, name, Some(component)),
+        ..ServiceAccount::default()
+    }
+}
+
+pub fn cluster_role(
+    ctx: &Ctx,
+    name: &str,
+    component: Component,
+    rules: Vec<PolicyRule>,
+) -> ClusterRole {
+    ClusterRole {
+        metadata: cluster_meta(ctx, name, Some(component)),
+        rules: Some(rules),
+        aggregation_rule: None,
+    }
+}
+
+/// Binds `role` to the service account `account` of the operand namespace.
+pub fn cluster_role_binding(
+    ctx: &Ctx,
+    name: &str,
+    component: Component,
+    role: &str,
+    account: &str,
+) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: cluster_meta(ctx, name, Some(component)),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: role.to_string(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: None,
+            kind: "ServiceAccount".to_string(),
+            name: account.to_string(),
+            namespace: Some(ctx.settings.namespace.clone()),
+        }]),
+    }
+}
+
+pub fn to_rendered<T: Serialize>(component: Option<Component>, object: &T) -> Result<Rendered> {
+    Ok(Rendered {
+        component,
+        object: serde_json::to_value(object).context("serialise a rendered object")?,
+    })
+}
+
+/// The operand namespace. Its node agents are privileged (they write the host's CNI directory,
+/// read its links, talk to OVSDB), so Pod Security admission must allow privileged pods here.
+pub fn namespace(ctx: &Ctx) -> Namespace {
+    let mut ns_labels = labels(ctx, None);
+    for mode in ["enforce", "audit", "warn"] {
+        ns_labels.insert(
+            format!("pod-security.kubernetes.io/{mode}"),
+            "privileged".to_string(),
+        );
+    }
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(ctx.settings.namespace.clone()),
+            labels: Some(ns_labels),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// The host's CNI binary directory, mounted at the same `/host<dir>` in every installer
+/// container.
+pub fn cni_bin_volume(ctx: &Ctx) -> Volume {
+    host_path_volume(CNI_BIN_VOLUME, &ctx.settings.cni_bin_dir)
+}
+
+fn cni_bin_mount(ctx: &Ctx) -> VolumeMount {
+    mount(CNI_BIN_VOLUME, &ctx.host_bin_dir())
+}
+
+/// `--from /plugins --to /host<bin> --plugins a,b`: what every installer command starts with.
+fn installer_args(ctx: &Ctx, verb: &str, plugins: &[&str]) -> Vec<String> {
+    let mut args = vec![INSTALLER.to_string(), verb.to_string()];
+    if verb != "probe" {
+        args.extend(strings(&["--from", INSTALLER_PLUGINS_DIR]));
+    }
+    args.extend([
+        "--to".to_string(),
+        ctx.host_bin_dir(),
+        "--plugins".to_string(),
+        plugins.join(","),
+    ]);
+    args
+}
+
+/// Init container `install`: puts `plugins` into the host's CNI directory (atomically, and
+/// replacing binaries another installer put there), so the pod only starts once they are in.
+pub fn install_container(ctx: &Ctx, plugins: &[&str]) -> Container {
+    let mut command = installer_args(ctx, "install", plugins);
+    command.push("--replace-foreign".to_string());
+    Container {
+        command: Some(command),
+        resources: Some(requests("10m", "15Mi")),
+        security_context: Some(privileged()),
+        volume_mounts: Some(vec![cni_bin_mount(ctx)]),
+        ..container(ctx, "install", &ctx.settings.plugins_image)
+    }
+}
+
+/// What the long-running installer container does besides keeping the binaries installed.
+pub struct Agent<'a> {
+    /// The container's name (upstream's, so the status lists familiar names).
+    pub name: &'a str,
+    pub plugins: &'a [&'a str],
+    /// `--mark <kind>`: publish the node's bridges of this kind as extended resources.
+    pub mark: &'a str,
+    /// Extra arguments after the common ones.
+    pub extra_args: &'a [&'a str],
+    /// Extra host mounts, with their volumes.
+    pub extra_mounts: Vec<VolumeMount>,
+}
+
+/// The long-running installer container: re-installs when a binary goes missing or changes,
+/// marks the node's bridges, and is ready only while every plugin is installed and verified.
+pub fn agent_container(ctx: &Ctx, agent: Agent) -> Container {
+    let mut command = installer_args(ctx, "run", agent.plugins);
+    command.extend(strings(&["--replace-foreign", "--mark", agent.mark]));
+    command.extend(strings(agent.extra_args));
+    let mut mounts = vec![cni_bin_mount(ctx)];
+    mounts.extend(agent.extra_mounts);
+    Container {
+        command: Some(command),
+        env: Some(vec![field_env("NODE_NAME", "spec.nodeName")]),
+        readiness_probe: Some(Probe {
+            exec: Some(ExecAction {
+                command: Some(installer_args(ctx, "probe", agent.plugins)),
+            }),
+            period_seconds: Some(10),
+            ..Probe::default()
+        }),
+        resources: Some(requests("10m", "15Mi")),
+        security_context: Some(privileged()),
+        volume_mounts: Some(mounts),
+        ..container(ctx, agent.name, &ctx.settings.plugins_image)
+    }
+}
+
+/// The service account, ClusterRole and binding of a bridge marker: it reads Node objects and
+/// writes the bridge resources into their status.
+pub fn marker_rbac(
+    ctx: &Ctx,
+    component: Component,
+    account: &str,
+    role: &str,
+    binding: &str,
+) -> Result<Vec<Rendered>> {
+    Ok(vec![
+        to_rendered(Some(component), &service_account(ctx, account, component))?,
+        to_rendered(
+            Some(component),
+            &cluster_role(
+                ctx,
+                role,
+                component,
+                vec![
+                    rule(&[""], &["nodes"], &["get", "list", "watch"]),
+                    rule(&[""], &["nodes/status"], &["patch", "update"]),
+                ],
+            ),
+        )?,
+        to_rendered(
+            Some(component),
+            &cluster_role_binding(ctx, binding, component, role, account),
+        )?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_valid_label_values() {
+        assert_eq!(label_value("0.1.0"), "0.1.0");
+        assert_eq!(label_value("v1.2.0+abc/def"), "v1.2.0-abc-def");
+        assert_eq!(label_value("+x+"), "x");
+        assert_eq!(label_value(&"a".repeat(80)).len(), 63);
+    }
+
+    #[test]
+    fn host_paths_are_under_host() {
+        assert_eq!(host_path("/opt/cni/bin"), "/host/opt/cni/bin");
+        assert_eq!(host_path("/var/lib/cni/bin"), "/host/var/lib/cni/bin");
+        assert_eq!(host_path("relative"), "/host/relative");
+    }
+}

@@ -1,0 +1,166 @@
+//! macvtap: our `macvtap` plugin on every node, and upstream's macvtap device plugin, which
+//! offers the host links named in its config as `macvtap.network.kubevirt.io/<name>` resources.
+//!
+//! The device plugin reads `DP_MACVTAP_CONF` from the ConfigMap `spec.macvtap.devicePluginConfig`
+//! names. With the default name this renders that ConfigMap empty (`[]`), annotated create-only:
+//! the administrator fills it in, and the operator never overwrites it. The device plugin reads
+//! it at start, so a change takes effect when its pods restart.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapEnvSource, Container, EnvFromSource, PodSpec,
+};
+
+use super::common::{self, Ctx};
+use super::Rendered;
+use crate::defaults::DEFAULT_DEVICE_PLUGIN_CONFIG;
+use crate::error::Result;
+use crate::labels;
+use crate::spec::Component;
+
+pub const DAEMON_SET: &str = "macvtap-cni";
+pub const SERVICE_ACCOUNT: &str = "macvtap-cni";
+pub const CONFIG_KEY: &str = "DP_MACVTAP_CONF";
+pub const PLUGINS: &[&str] = &["macvtap"];
+pub const DEVICE_PLUGINS_DIR: &str = "/var/lib/kubelet/device-plugins";
+const SELECTOR: &[(&str, &str)] = &[("name", DAEMON_SET)];
+const COMPONENT: Component = Component::Macvtap;
+
+/// The ConfigMap the device plugin reads its config from.
+pub fn config_name(ctx: &Ctx) -> String {
+    ctx.spec
+        .macvtap
+        .as_ref()
+        .map(|m| m.device_plugin_config.clone())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| DEFAULT_DEVICE_PLUGIN_CONFIG.to_string())
+}
+
+pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
+    let config = config_name(ctx);
+    let mut out = vec![common::to_rendered(
+        Some(COMPONENT),
+        &common::service_account(ctx, SERVICE_ACCOUNT, COMPONENT),
+    )?];
+    if config == DEFAULT_DEVICE_PLUGIN_CONFIG {
+        out.push(common::to_rendered(Some(COMPONENT), &default_config(ctx))?);
+    }
+    let device_plugin = Container {
+        command: Some(common::strings(&[
+            "/macvtap-deviceplugin",
+            "-v",
+            "3",
+            "-logtostderr",
+        ])),
+        env_from: Some(vec![EnvFromSource {
+            config_map_ref: Some(ConfigMapEnvSource {
+                name: config,
+                optional: None,
+            }),
+            ..EnvFromSource::default()
+        }]),
+        resources: Some(common::requests("60m", "30Mi")),
+        security_context: Some(common::privileged()),
+        volume_mounts: Some(vec![common::mount("deviceplugin", DEVICE_PLUGINS_DIR)]),
+        ..common::container(ctx, "macvtap-cni", &ctx.settings.macvtap_cni_image)
+    };
+    let pod = PodSpec {
+        service_account_name: Some(SERVICE_ACCOUNT.to_string()),
+        // The device plugin lists and creates links in the host's network namespace.
+        host_network: Some(true),
+        host_pid: Some(true),
+        priority_class_name: Some("system-node-critical".to_string()),
+        init_containers: Some(vec![common::install_container(ctx, PLUGINS)]),
+        containers: vec![device_plugin],
+        volumes: Some(vec![
+            common::cni_bin_volume(ctx),
+            common::host_path_volume("deviceplugin", DEVICE_PLUGINS_DIR),
+        ]),
+        ..PodSpec::default()
+    };
+    let ds = common::daemon_set(
+        ctx,
+        COMPONENT,
+        DAEMON_SET,
+        SELECTOR,
+        "Installs the macvtap CNI plugin and offers host links as macvtap resources",
+        pod,
+        Some("10%"),
+    );
+    out.push(common::to_rendered(Some(COMPONENT), &ds)?);
+    Ok(out)
+}
+
+/// An empty device plugin config, created once and then left to the administrator.
+fn default_config(ctx: &Ctx) -> ConfigMap {
+    let mut metadata = common::meta(ctx, DEFAULT_DEVICE_PLUGIN_CONFIG, Some(COMPONENT));
+    metadata.annotations = Some(BTreeMap::from([(
+        labels::CREATE_ONLY.to_string(),
+        "true".to_string(),
+    )]));
+    ConfigMap {
+        metadata,
+        data: Some(BTreeMap::from([(CONFIG_KEY.to_string(), "[]".to_string())])),
+        ..ConfigMap::default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+    use crate::spec::{Macvtap, NetworkAddonsConfigSpec};
+
+    fn spec(config: &str) -> NetworkAddonsConfigSpec {
+        NetworkAddonsConfigSpec {
+            macvtap: Some(Macvtap {
+                device_plugin_config: config.to_string(),
+            }),
+            ..NetworkAddonsConfigSpec::default()
+        }
+    }
+
+    fn kinds(out: &[Rendered]) -> Vec<String> {
+        out.iter()
+            .map(|r| r.object["kind"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn default_config_map_is_rendered_create_only() {
+        let settings = Settings::defaults();
+        let applied = spec(DEFAULT_DEVICE_PLUGIN_CONFIG);
+        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        assert_eq!(kinds(&out), ["ServiceAccount", "ConfigMap", "DaemonSet"]);
+        let cm = &out[1].object;
+        assert_eq!(cm["metadata"]["name"], DEFAULT_DEVICE_PLUGIN_CONFIG);
+        assert_eq!(cm["metadata"]["annotations"][labels::CREATE_ONLY], "true");
+        assert_eq!(cm["data"][CONFIG_KEY], "[]");
+        let ds = &out[2].object;
+        let env_from = &ds["spec"]["template"]["spec"]["containers"][0]["envFrom"][0];
+        assert_eq!(
+            env_from["configMapRef"]["name"],
+            DEFAULT_DEVICE_PLUGIN_CONFIG
+        );
+    }
+
+    #[test]
+    fn a_custom_config_map_is_referenced_not_rendered() {
+        let settings = Settings::defaults();
+        let applied = spec("my-macvtap-config");
+        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        assert_eq!(kinds(&out), ["ServiceAccount", "DaemonSet"]);
+        let env_from = &out[1].object["spec"]["template"]["spec"]["containers"][0]["envFrom"][0];
+        assert_eq!(env_from["configMapRef"]["name"], "my-macvtap-config");
+    }
+
+    #[test]
+    fn an_unfilled_config_name_means_the_default() {
+        let settings = Settings::defaults();
+        let applied = spec("");
+        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        assert_eq!(kinds(&out), ["ServiceAccount", "ConfigMap", "DaemonSet"]);
+    }
+}
