@@ -1,0 +1,253 @@
+#![allow(clippy::unwrap_used)]
+//! Every object rendered for every example is a valid object of its Kubernetes type, with no
+//! field the API server would drop: deserialised into the k8s-openapi type and serialised back,
+//! it must be unchanged (an unknown or misspelt field disappears on the way and fails the
+//! comparison). And the invariants the reconciler relies on: kinds listed in RENDERED_KINDS,
+//! our labels on everything, selectors that match their pods and never carry the version,
+//! images set and pulled with the spec's policy, no owner references.
+
+use std::fs;
+use std::path::Path;
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use network_addons_operator::defaults::fill_defaults;
+use network_addons_operator::labels;
+use network_addons_operator::render::{render, Rendered, RENDERED_KINDS};
+use network_addons_operator::settings::Settings;
+use network_addons_operator::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
+
+/// Each example's applied spec (defaults filled), by file stem.
+fn applied_examples() -> Vec<(String, NetworkAddonsConfigSpec)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut out: Vec<(String, NetworkAddonsConfigSpec)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .map(|p| {
+            let cr: NetworkAddonsConfig =
+                serde_yaml::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, fill_defaults(&cr.spec, None, [0x4a, 0xbe]))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(out.len() >= 13);
+    out
+}
+
+fn rendered_examples() -> Vec<(String, NetworkAddonsConfigSpec, Vec<Rendered>)> {
+    let settings = Settings::defaults();
+    applied_examples()
+        .into_iter()
+        .map(|(name, applied)| {
+            let objects = render(&applied, &settings).unwrap();
+            (name, applied, objects)
+        })
+        .collect()
+}
+
+fn roundtrip<T: DeserializeOwned + Serialize>(object: &Value) -> Result<(), String> {
+    let typed: T = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
+    let back = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    if &back == object {
+        Ok(())
+    } else {
+        Err(format!(
+            "changed by a round trip through its type:\nrendered: {object}\ntyped:    {back}"
+        ))
+    }
+}
+
+fn check_typed(object: &Value) -> Result<(), String> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    match (api_version, kind) {
+        ("v1", "Namespace") => roundtrip::<Namespace>(object),
+        ("v1", "ServiceAccount") => roundtrip::<ServiceAccount>(object),
+        ("v1", "ConfigMap") => roundtrip::<ConfigMap>(object),
+        ("v1", "Service") => roundtrip::<Service>(object),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => roundtrip::<ClusterRole>(object),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            roundtrip::<ClusterRoleBinding>(object)
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => roundtrip::<Role>(object),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => roundtrip::<RoleBinding>(object),
+        ("apps/v1", "DaemonSet") => roundtrip::<DaemonSet>(object),
+        ("apps/v1", "Deployment") => roundtrip::<Deployment>(object),
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            roundtrip::<MutatingWebhookConfiguration>(object)
+        }
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+            roundtrip::<CustomResourceDefinition>(object)
+        }
+        _ => Err(format!(
+            "{api_version} {kind}: no typed check for this kind; add one"
+        )),
+    }
+}
+
+fn describe(object: &Value) -> String {
+    format!(
+        "{} {}",
+        object["kind"].as_str().unwrap_or("?"),
+        object["metadata"]["name"].as_str().unwrap_or("?")
+    )
+}
+
+#[test]
+fn every_object_is_its_type_without_unknown_fields() {
+    let mut failures = Vec::new();
+    for (example, _, objects) in rendered_examples() {
+        for r in &objects {
+            if let Err(e) = check_typed(&r.object) {
+                failures.push(format!("{example}: {}: {e}", describe(&r.object)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_kind_is_listed_with_its_scope() {
+    let settings = Settings::defaults();
+    let mut seen = Vec::new();
+    for (example, _, objects) in rendered_examples() {
+        for r in &objects {
+            let o = &r.object;
+            let what = format!("{example}: {}", describe(o));
+            let listed = RENDERED_KINDS
+                .iter()
+                .find(|k| o["apiVersion"] == k.api_version && o["kind"] == k.kind)
+                .unwrap_or_else(|| panic!("{what}: kind not in RENDERED_KINDS"));
+            let namespace = o["metadata"]["namespace"].as_str();
+            if listed.namespaced {
+                assert_eq!(namespace, Some(settings.namespace.as_str()), "{what}");
+            } else {
+                assert_eq!(namespace, None, "{what}: cluster-scoped with a namespace");
+            }
+            assert!(
+                o["metadata"].get("ownerReferences").is_none(),
+                "{what}: owner references are the reconciler's"
+            );
+            if !seen.contains(&listed.kind) {
+                seen.push(listed.kind);
+            }
+        }
+    }
+    for k in RENDERED_KINDS {
+        assert!(
+            seen.contains(&k.kind),
+            "{} is listed but no example renders it",
+            k.kind
+        );
+    }
+}
+
+#[test]
+fn every_object_carries_our_labels() {
+    for (example, _, objects) in rendered_examples() {
+        for r in &objects {
+            let o = &r.object;
+            let what = format!("{example}: {}", describe(o));
+            let l = &o["metadata"]["labels"];
+            assert_eq!(l[labels::MANAGED_BY], labels::MANAGED_BY_VALUE, "{what}");
+            let component = r.component.map_or("network-addons", |c| c.key());
+            assert_eq!(l[labels::COMPONENT], component, "{what}");
+            assert_eq!(l[labels::PART_OF], labels::PART_OF_VALUE, "{what}");
+            assert!(l[labels::VERSION].is_string(), "{what}");
+            assert!(l[labels::UPSTREAM_VERSION].is_string(), "{what}");
+        }
+    }
+}
+
+fn workloads(objects: &[Rendered]) -> impl Iterator<Item = &Value> {
+    objects
+        .iter()
+        .map(|r| &r.object)
+        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "Deployment")
+}
+
+#[test]
+fn selectors_match_their_pods_and_never_the_version() {
+    for (example, _, objects) in rendered_examples() {
+        for o in workloads(&objects) {
+            let what = format!("{example}: {}", describe(o));
+            let selector = &o["spec"]["selector"];
+            assert!(
+                selector.get("matchExpressions").is_none(),
+                "{what}: matchLabels only"
+            );
+            let match_labels = selector["matchLabels"].as_object().unwrap();
+            assert!(!match_labels.is_empty(), "{what}");
+            let pod_labels = &o["spec"]["template"]["metadata"]["labels"];
+            for (key, value) in match_labels {
+                assert_eq!(&pod_labels[key], value, "{what}: selector label {key}");
+                assert!(
+                    key != labels::VERSION && key != labels::UPSTREAM_VERSION,
+                    "{what}: version in the selector"
+                );
+            }
+            for key in [
+                labels::MANAGED_BY,
+                labels::COMPONENT,
+                labels::PART_OF,
+                labels::VERSION,
+                labels::UPSTREAM_VERSION,
+            ] {
+                assert_eq!(
+                    pod_labels[key], o["metadata"]["labels"][key],
+                    "{what}: pod label {key}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_container_has_an_image_and_the_spec_pull_policy() {
+    for (example, applied, objects) in rendered_examples() {
+        let policy = applied.image_pull_policy.clone().unwrap();
+        for o in workloads(&objects) {
+            let pod = &o["spec"]["template"]["spec"];
+            let containers = ["initContainers", "containers"]
+                .iter()
+                .flat_map(|list| pod[*list].as_array().cloned().unwrap_or_default());
+            for c in containers {
+                let what = format!("{example}: {} container {}", describe(o), c["name"]);
+                assert!(
+                    c["image"].as_str().is_some_and(|i| !i.is_empty()),
+                    "{what}: no image"
+                );
+                assert_eq!(c["imagePullPolicy"], policy.as_str(), "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_misspelt_field_fails_the_round_trip() {
+    let (_, _, objects) = rendered_examples()
+        .into_iter()
+        .find(|(name, _, _)| name == "linux-bridge")
+        .unwrap();
+    let mut ds = objects
+        .iter()
+        .find(|r| r.object["kind"] == "DaemonSet")
+        .unwrap()
+        .object
+        .clone();
+    assert!(check_typed(&ds).is_ok());
+    ds["spec"]["template"]["spec"]["hostNetwrok"] = Value::Bool(true);
+    assert!(check_typed(&ds).is_err());
+    let mut unknown = ds.clone();
+    unknown["kind"] = Value::String("DaemonSetz".to_string());
+    assert!(check_typed(&unknown).is_err());
+}
