@@ -199,7 +199,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         }
     }
 
-    let Some(owner) = nac.controller_owner_ref(&()) else {
+    let Some(owner) = owner_reference(nac) else {
         return Err(Error::new(format!(
             "NetworkAddonsConfig {CONFIG_NAME} has no uid to own its objects"
         )));
@@ -299,6 +299,14 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         Health::Failing { .. } => {}
     }
     Ok(Action::requeue(RESYNC))
+}
+
+/// The controlling owner reference every rendered object gets: garbage collection deletes
+/// them with the NetworkAddonsConfig, and foreground deletion of it waits for them.
+pub fn owner_reference(nac: &NetworkAddonsConfig) -> Option<OwnerReference> {
+    let mut owner = nac.controller_owner_ref(&())?;
+    owner.block_owner_deletion = Some(true);
+    Some(owner)
 }
 
 /// Reports a failure: Degraded with `reason`, a Warning event, and the error to retry on.
