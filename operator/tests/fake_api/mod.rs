@@ -1,0 +1,726 @@
+//! An in-memory Kubernetes API server behind a `kube::Client`, for reconcile tests.
+//!
+//! It answers the requests kube builds on the real paths (`/api/v1/...`,
+//! `/apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>[/status]]`): GET and LIST (label
+//! selectors `a=b,c!=d,e`, field selectors on name and namespace), POST, PUT, DELETE,
+//! server-side apply and JSON merge patches (also on `/status`), with the real server's 404,
+//! 409 and 422 answers. Objects get a uid, a resourceVersion on every write and a generation
+//! that moves when their spec does. Server-side apply is modelled for a single field manager:
+//! the applied body replaces the object, keeping its status and system fields. Changing the
+//! `spec.selector` of a DaemonSet or Deployment is refused as immutable, as the real server does.
+//!
+//! Every request is logged so tests can check what the operator did and in which order.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use http::{Request, Response};
+use kube::client::Body;
+use kube::Client;
+use serde_json::{json, Map, Value};
+
+/// One request the server answered.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+    pub content_type: String,
+    pub body: Value,
+    pub code: u16,
+}
+
+impl Seen {
+    /// A write: anything but GET.
+    pub fn is_write(&self) -> bool {
+        self.method != "GET"
+    }
+
+    pub fn is_status(&self) -> bool {
+        self.path.ends_with("/status")
+    }
+
+    pub fn is_event(&self) -> bool {
+        self.path.contains("/events")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    group_version: String,
+    plural: String,
+    namespace: String,
+    name: String,
+}
+
+/// A failure to answer instead of serving a matching request.
+struct Injected {
+    method: String,
+    path_suffix: String,
+    code: u16,
+    times: usize,
+}
+
+#[derive(Default)]
+struct State {
+    objects: BTreeMap<Key, Value>,
+    seen: Vec<Seen>,
+    revision: u64,
+    uids: u64,
+    injected: Vec<Injected>,
+}
+
+/// The server's store and request log; clones share them.
+#[derive(Clone, Default)]
+pub struct FakeApi {
+    state: Arc<Mutex<State>>,
+}
+
+/// A client talking to a new, empty fake server.
+pub fn start() -> (Client, FakeApi) {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let fake = FakeApi::default();
+    let server = fake.clone();
+    tokio::spawn(async move {
+        while let Some((request, respond)) = handle.next_request().await {
+            let response = server.serve(request).await;
+            respond.send_response(response);
+        }
+    });
+    (Client::new(service, "default"), fake)
+}
+
+/// Where a request points.
+#[derive(Debug)]
+struct Target {
+    group_version: String,
+    namespace: Option<String>,
+    plural: String,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+fn parse_path(path: &str) -> Option<Target> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group_version, rest) = match segments.first().copied() {
+        Some("api") if segments.len() >= 3 => (segments[1].to_string(), &segments[2..]),
+        Some("apis") if segments.len() >= 4 => {
+            (format!("{}/{}", segments[1], segments[2]), &segments[3..])
+        }
+        _ => return None,
+    };
+    let (namespace, rest) = if rest.len() >= 3 && rest[0] == "namespaces" {
+        (Some(rest[1].to_string()), &rest[2..])
+    } else {
+        (None, rest)
+    };
+    Some(Target {
+        group_version,
+        namespace,
+        plural: rest.first()?.to_string(),
+        name: rest.get(1).map(|s| s.to_string()),
+        subresource: rest.get(2).map(|s| s.to_string()),
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    Err(_) => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+/// Whether `labels` match a selector of `k=v`, `k==v`, `k!=v` and `k` terms.
+pub fn selector_matches(selector: &str, labels: &Value) -> bool {
+    selector
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .all(|term| {
+            if let Some((k, v)) = term.split_once("!=") {
+                labels[k.trim()].as_str() != Some(v.trim())
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                labels[k.trim()].as_str() == Some(v.trim())
+            } else {
+                labels.get(term).is_some()
+            }
+        })
+}
+
+fn field_selector_matches(selector: &str, object: &Value) -> bool {
+    selector.split(',').filter(|t| !t.is_empty()).all(|term| {
+        let Some((k, v)) = term.split_once('=') else {
+            return false;
+        };
+        match k {
+            "metadata.name" => object["metadata"]["name"].as_str() == Some(v),
+            "metadata.namespace" => object["metadata"]["namespace"].as_str() == Some(v),
+            _ => false,
+        }
+    })
+}
+
+/// RFC 7386: objects merge, null removes, anything else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Some(target) = target.as_object_mut() else {
+        return;
+    };
+    for (k, v) in patch {
+        if v.is_null() {
+            target.remove(k);
+        } else {
+            merge_patch(target.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn status(code: u16, reason: &str, message: String) -> (u16, Value) {
+    (
+        code,
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": if code < 300 { "Success" } else { "Failure" },
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }),
+    )
+}
+
+fn not_found(t: &Target, name: &str) -> (u16, Value) {
+    status(
+        404,
+        "NotFound",
+        format!("{} \"{name}\" not found", t.plural),
+    )
+}
+
+impl FakeApi {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    async fn serve(&self, request: Request<Body>) -> Response<Body> {
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = parse_query(request.uri().query());
+        let content_type = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let bytes = request
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap_or_default();
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        let (code, answer) = {
+            let mut state = self.lock();
+            let result = match (state.injected_failure(&method, &path), parse_path(&path)) {
+                (Some(failure), _) => failure,
+                (None, Some(t)) => state.handle(&method, &t, &query, &content_type, &body),
+                (None, None) => status(404, "NotFound", format!("no route for {path}")),
+            };
+            state.seen.push(Seen {
+                method,
+                path,
+                query,
+                content_type,
+                body,
+                code: result.0,
+            });
+            result
+        };
+        let bytes = serde_json::to_vec(&answer).unwrap_or_default();
+        let mut response = Response::new(Body::from(bytes));
+        *response.status_mut() = http::StatusCode::from_u16(code).unwrap_or_default();
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+
+    // ---- for tests ----
+
+    /// The stored object, if any (`namespace` empty for cluster-scoped objects).
+    pub fn get(
+        &self,
+        group_version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        self.lock()
+            .objects
+            .get(&Key {
+                group_version: group_version.to_string(),
+                plural: plural.to_string(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            })
+            .cloned()
+    }
+
+    pub fn daemonset(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.get("apps/v1", "daemonsets", namespace, name)
+    }
+
+    pub fn configmap(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.get("v1", "configmaps", namespace, name)
+    }
+
+    /// Every stored object of a kind, in all namespaces.
+    pub fn list(&self, group_version: &str, plural: &str) -> Vec<Value> {
+        self.lock()
+            .objects
+            .iter()
+            .filter(|(k, _)| k.group_version == group_version && k.plural == plural)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Stores an object as if someone else had created it.
+    pub fn put(&self, group_version: &str, plural: &str, object: Value) {
+        let mut state = self.lock();
+        let key = Key {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+            namespace: object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            name: object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        };
+        let old = state.objects.get(&key).cloned();
+        let stored = state.stamp(old.as_ref(), object);
+        state.objects.insert(key, stored);
+    }
+
+    /// Replaces the status of a stored object, as its controller would.
+    pub fn set_status(
+        &self,
+        group_version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+        status: Value,
+    ) {
+        let Some(mut object) = self.get(group_version, plural, namespace, name) else {
+            panic!("no {plural} {namespace}/{name} to set the status of");
+        };
+        object["status"] = status;
+        let mut state = self.lock();
+        state.revision += 1;
+        object["metadata"]["resourceVersion"] = json!(state.revision.to_string());
+        state.objects.insert(
+            Key {
+                group_version: group_version.to_string(),
+                plural: plural.to_string(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            },
+            object,
+        );
+    }
+
+    /// The next `times` requests with `method` on a path ending in `path_suffix` fail with
+    /// `code` (409 as a Conflict, anything else as an internal error).
+    pub fn fail_next(&self, method: &str, path_suffix: &str, code: u16, times: usize) {
+        self.lock().injected.push(Injected {
+            method: method.to_string(),
+            path_suffix: path_suffix.to_string(),
+            code,
+            times,
+        });
+    }
+
+    /// Every request answered so far, in order.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.lock().seen.clone()
+    }
+
+    pub fn clear_requests(&self) {
+        self.lock().seen.clear();
+    }
+
+    /// `(type, reason)` of every event written (created, or counted again), in order.
+    pub fn events(&self) -> Vec<(String, String)> {
+        self.requests()
+            .iter()
+            .filter(|s| s.is_event() && (s.method == "POST" || s.method == "PATCH") && s.code < 300)
+            .map(|s| {
+                (
+                    s.body["type"].as_str().unwrap_or_default().to_string(),
+                    s.body["reason"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl State {
+    fn injected_failure(&mut self, method: &str, path: &str) -> Option<(u16, Value)> {
+        let i = self
+            .injected
+            .iter()
+            .position(|f| f.times > 0 && f.method == method && path.ends_with(&f.path_suffix))?;
+        self.injected[i].times -= 1;
+        let code = self.injected[i].code;
+        Some(match code {
+            409 => status(409, "Conflict", "the object has been modified".to_string()),
+            _ => status(code, "InternalError", "injected failure".to_string()),
+        })
+    }
+
+    fn handle(
+        &mut self,
+        method: &str,
+        t: &Target,
+        query: &BTreeMap<String, String>,
+        content_type: &str,
+        body: &Value,
+    ) -> (u16, Value) {
+        let key = |name: &str| Key {
+            group_version: t.group_version.clone(),
+            plural: t.plural.clone(),
+            namespace: t.namespace.clone().unwrap_or_default(),
+            name: name.to_string(),
+        };
+        match (method, t.name.as_deref()) {
+            ("GET", None) => {
+                if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+                    return status(405, "MethodNotAllowed", "watch is not served".to_string());
+                }
+                let labels = query.get("labelSelector").cloned().unwrap_or_default();
+                let fields = query.get("fieldSelector").cloned().unwrap_or_default();
+                let items: Vec<Value> = self
+                    .objects
+                    .iter()
+                    .filter(|(k, _)| {
+                        k.group_version == t.group_version
+                            && k.plural == t.plural
+                            && t.namespace.as_ref().is_none_or(|ns| *ns == k.namespace)
+                    })
+                    .map(|(_, v)| v)
+                    .filter(|v| selector_matches(&labels, &v["metadata"]["labels"]))
+                    .filter(|v| field_selector_matches(&fields, v))
+                    .cloned()
+                    .collect();
+                (
+                    200,
+                    json!({
+                        "apiVersion": t.group_version,
+                        "kind": "List",
+                        "metadata": {"resourceVersion": self.revision.to_string()},
+                        "items": items,
+                    }),
+                )
+            }
+            ("GET", Some(name)) => match self.objects.get(&key(name)) {
+                Some(o) => (200, o.clone()),
+                None => not_found(t, name),
+            },
+            ("POST", None) => {
+                let Some(name) = body["metadata"]["name"].as_str() else {
+                    return status(422, "Invalid", "metadata.name: Required value".to_string());
+                };
+                let k = key(name);
+                if self.objects.contains_key(&k) {
+                    return status(
+                        409,
+                        "AlreadyExists",
+                        format!("{} \"{name}\" already exists", t.plural),
+                    );
+                }
+                let mut object = body.clone();
+                if let Some(ns) = &t.namespace {
+                    object["metadata"]["namespace"] = json!(ns);
+                }
+                let stored = self.stamp(None, object);
+                self.objects.insert(k, stored.clone());
+                (201, stored)
+            }
+            ("PUT", Some(name)) => {
+                let k = key(name);
+                let Some(old) = self.objects.get(&k).cloned() else {
+                    return not_found(t, name);
+                };
+                if let Some(conflict) = precondition(&old, body, t, name) {
+                    return conflict;
+                }
+                let mut object = body.clone();
+                if t.subresource.as_deref() == Some("status") {
+                    let mut whole = old.clone();
+                    whole["status"] = object["status"].take();
+                    object = whole;
+                } else {
+                    keep_status(&old, &mut object);
+                }
+                let stored = self.stamp(Some(&old), object);
+                self.objects.insert(k, stored.clone());
+                (200, stored)
+            }
+            ("PATCH", Some(name)) if content_type.starts_with("application/apply-patch") => {
+                if t.subresource.is_some() {
+                    return status(
+                        405,
+                        "MethodNotAllowed",
+                        "apply on subresources is not served".to_string(),
+                    );
+                }
+                if query.get("fieldManager").is_none_or(String::is_empty) {
+                    return status(
+                        400,
+                        "BadRequest",
+                        "PATCH with apply requires a field manager".to_string(),
+                    );
+                }
+                if body["metadata"]["name"].as_str() != Some(name) {
+                    return status(
+                        400,
+                        "BadRequest",
+                        "the name of the object does not match the name on the URL".to_string(),
+                    );
+                }
+                let k = key(name);
+                let old = self.objects.get(&k).cloned();
+                let mut object = body.clone();
+                if let Some(ns) = &t.namespace {
+                    object["metadata"]["namespace"] = json!(ns);
+                }
+                if let Some(old) = &old {
+                    if immutable_selector(&t.plural, old, &object) {
+                        return status(
+                            422,
+                            "Invalid",
+                            format!(
+                                "{} \"{name}\" is invalid: spec.selector: Invalid value: {}: field is immutable",
+                                t.plural, object["spec"]["selector"]
+                            ),
+                        );
+                    }
+                }
+                match &old {
+                    Some(old) => keep_status(old, &mut object),
+                    None => {
+                        if let Some(m) = object.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                let created = old.is_none();
+                let stored = self.stamp(old.as_ref(), object);
+                self.objects.insert(k, stored.clone());
+                (if created { 201 } else { 200 }, stored)
+            }
+            ("PATCH", Some(name)) if content_type.starts_with("application/merge-patch") => {
+                let k = key(name);
+                let Some(old) = self.objects.get(&k).cloned() else {
+                    return not_found(t, name);
+                };
+                if let Some(conflict) = precondition(&old, body, t, name) {
+                    return conflict;
+                }
+                let mut object = old.clone();
+                let mut patch = body.clone();
+                if let Some(m) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("resourceVersion");
+                }
+                match t.subresource.as_deref() {
+                    Some("status") => {
+                        merge_patch(&mut object["status"], &patch["status"]);
+                    }
+                    Some(other) => {
+                        return status(404, "NotFound", format!("no subresource {other}"))
+                    }
+                    None => {
+                        // the status moves only through its subresource
+                        if let Some(m) = patch.as_object_mut() {
+                            m.remove("status");
+                        }
+                        merge_patch(&mut object, &patch);
+                    }
+                }
+                let stored = self.stamp(Some(&old), object);
+                self.objects.insert(k, stored.clone());
+                (200, stored)
+            }
+            ("PATCH", Some(_)) => status(
+                415,
+                "UnsupportedMediaType",
+                format!("patch type {content_type} is not served"),
+            ),
+            ("DELETE", Some(name)) => match self.objects.remove(&key(name)) {
+                Some(_) => {
+                    let (code, mut answer) = status(200, "", String::new());
+                    answer["details"] = json!({"name": name, "kind": t.plural});
+                    (code, answer)
+                }
+                None => not_found(t, name),
+            },
+            _ => status(
+                405,
+                "MethodNotAllowed",
+                format!("{method} is not served here"),
+            ),
+        }
+    }
+
+    /// System fields: uid and creation time kept from `old` (or made), a new resourceVersion,
+    /// the generation bumped when the spec changed.
+    fn stamp(&mut self, old: Option<&Value>, mut object: Value) -> Value {
+        self.revision += 1;
+        if !object["metadata"].is_object() {
+            object["metadata"] = json!({});
+        }
+        let meta = &mut object["metadata"];
+        meta["resourceVersion"] = json!(self.revision.to_string());
+        match old {
+            Some(old) => {
+                meta["uid"] = old["metadata"]["uid"].clone();
+                meta["creationTimestamp"] = old["metadata"]["creationTimestamp"].clone();
+                let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+                let changed = old.get("spec") != object.get("spec");
+                object["metadata"]["generation"] =
+                    json!(if changed { generation + 1 } else { generation });
+            }
+            None => {
+                self.uids += 1;
+                meta["uid"] = json!(format!("00000000-0000-0000-0000-{:012}", self.uids));
+                meta["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
+                meta["generation"] = json!(1);
+            }
+        }
+        object
+    }
+}
+
+/// 409 when the body names a resourceVersion other than the stored one.
+fn precondition(old: &Value, body: &Value, t: &Target, name: &str) -> Option<(u16, Value)> {
+    let wanted = body["metadata"]["resourceVersion"].as_str()?;
+    if wanted.is_empty() || Some(wanted) == old["metadata"]["resourceVersion"].as_str() {
+        return None;
+    }
+    Some(status(
+        409,
+        "Conflict",
+        format!(
+            "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+            t.plural
+        ),
+    ))
+}
+
+/// Writes to the main resource leave the status as it was.
+fn keep_status(old: &Value, object: &mut Value) {
+    if let Some(m) = object.as_object_mut() {
+        match old.get("status") {
+            Some(s) => {
+                m.insert("status".to_string(), s.clone());
+            }
+            None => {
+                m.remove("status");
+            }
+        }
+    }
+}
+
+fn immutable_selector(plural: &str, old: &Value, new: &Value) -> bool {
+    (plural == "daemonsets" || plural == "deployments")
+        && old["spec"]["selector"] != new["spec"]["selector"]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_like_the_real_server() {
+        let t = parse_path("/apis/apps/v1/namespaces/ns/daemonsets/a/status").expect("path");
+        assert_eq!(t.group_version, "apps/v1");
+        assert_eq!(t.namespace.as_deref(), Some("ns"));
+        assert_eq!(t.plural, "daemonsets");
+        assert_eq!(t.name.as_deref(), Some("a"));
+        assert_eq!(t.subresource.as_deref(), Some("status"));
+        let t = parse_path("/api/v1/namespaces/ns").expect("path");
+        assert_eq!((t.namespace, t.plural.as_str()), (None, "namespaces"));
+        let t = parse_path("/api/v1/namespaces/ns/configmaps").expect("path");
+        assert_eq!(t.namespace.as_deref(), Some("ns"));
+        assert_eq!(t.name, None);
+    }
+
+    #[test]
+    fn selectors() {
+        let labels = json!({"a": "b", "c": "d"});
+        assert!(selector_matches("a=b,c=d", &labels));
+        assert!(selector_matches("a==b", &labels));
+        assert!(!selector_matches("a=x", &labels));
+        assert!(selector_matches("a!=x,c", &labels));
+        assert!(!selector_matches("e", &labels));
+        assert_eq!(
+            percent_decode("app.kubernetes.io%2Fmanaged-by%3Dx"),
+            "app.kubernetes.io/managed-by=x"
+        );
+    }
+}

@@ -1,0 +1,875 @@
+//! The reconcile loop against an in-memory API server (`fake_api`): what it creates, updates,
+//! deletes and reports, one behaviour per test.
+
+#![allow(clippy::unwrap_used)]
+
+mod fake_api;
+
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{json, Value};
+
+use fake_api::FakeApi;
+use network_addons_operator::labels;
+use network_addons_operator::reconcile::{reconcile_once, Ctx, APPLIED_CONFIGMAP, APPLIED_KEY};
+use network_addons_operator::settings::Settings;
+use network_addons_operator::spec::{Condition, NetworkAddonsConfig, NetworkAddonsConfigSpec};
+
+const NS: &str = "cluster-network-addons";
+const BRIDGE_DS: &str = "kube-cni-linux-bridge-plugin";
+const OVS_DS: &str = "ovs-cni-amd64";
+const MACVTAP_DS: &str = "macvtap-cni";
+const MACVTAP_CONFIG: &str = "macvtap-deviceplugin-config";
+
+/// A client on a fake server, a context whose clock the test moves, and a fixed MAC prefix.
+struct Harness {
+    client: Client,
+    fake: FakeApi,
+    ctx: Ctx,
+    now: Arc<Mutex<Timestamp>>,
+}
+
+fn settings() -> Settings {
+    Settings {
+        operator_version: "9.9.9".to_string(),
+        ..Settings::defaults()
+    }
+}
+
+fn new_ctx(client: &Client, now: &Arc<Mutex<Timestamp>>, prefix: [u8; 2]) -> Ctx {
+    let clock = now.clone();
+    Ctx::new(client.clone(), settings())
+        .with_clock(Arc::new(move || *clock.lock().unwrap()))
+        .with_prefix(Arc::new(move || prefix))
+}
+
+fn harness() -> Harness {
+    let (client, fake) = fake_api::start();
+    let now = Arc::new(Mutex::new(Timestamp::from_second(1_750_000_000).unwrap()));
+    let ctx = new_ctx(&client, &now, [0x12, 0x34]);
+    Harness {
+        client,
+        fake,
+        ctx,
+        now,
+    }
+}
+
+impl Harness {
+    fn configs(&self) -> Api<NetworkAddonsConfig> {
+        Api::all(self.client.clone())
+    }
+
+    async fn create(&self, name: &str, spec_yaml: &str) -> NetworkAddonsConfig {
+        let spec: NetworkAddonsConfigSpec = serde_yaml::from_str(spec_yaml).unwrap();
+        let nac = NetworkAddonsConfig::new(name, spec);
+        self.configs()
+            .create(&PostParams::default(), &nac)
+            .await
+            .unwrap()
+    }
+
+    /// Merge-patches the spec, as `kubectl patch --type merge` would.
+    async fn patch_spec(&self, patch: Value) {
+        self.configs()
+            .patch(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": patch })),
+            )
+            .await
+            .unwrap();
+    }
+
+    async fn nac(&self) -> NetworkAddonsConfig {
+        self.configs().get("cluster").await.unwrap()
+    }
+
+    /// Reconciles the current `cluster` object.
+    async fn reconcile(&self) -> network_addons_operator::error::Result<()> {
+        let nac = self.nac().await;
+        reconcile_once(&self.ctx, &nac).await.map(|_| ())
+    }
+
+    fn advance(&self, minutes: i64) {
+        let mut now = self.now.lock().unwrap();
+        *now = now.checked_add(SignedDuration::from_mins(minutes)).unwrap();
+    }
+
+    async fn condition(&self, type_: &str) -> Condition {
+        let nac = self.nac().await;
+        nac.status
+            .unwrap_or_default()
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition"))
+    }
+
+    fn applied(&self) -> NetworkAddonsConfigSpec {
+        let cm = self
+            .fake
+            .configmap(NS, APPLIED_CONFIGMAP)
+            .expect("applied ConfigMap");
+        serde_json::from_str(cm["data"][APPLIED_KEY].as_str().unwrap()).unwrap()
+    }
+
+    fn set_ready(&self, name: &str) {
+        let ds = self.fake.daemonset(NS, name).expect("DaemonSet");
+        let generation = ds["metadata"]["generation"].clone();
+        self.fake.set_status(
+            "apps/v1",
+            "daemonsets",
+            NS,
+            name,
+            json!({
+                "currentNumberScheduled": 2, "desiredNumberScheduled": 2,
+                "numberMisscheduled": 0, "numberReady": 2, "numberAvailable": 2,
+                "updatedNumberScheduled": 2, "observedGeneration": generation
+            }),
+        );
+    }
+
+    fn set_unavailable(&self, name: &str) {
+        let ds = self.fake.daemonset(NS, name).expect("DaemonSet");
+        let generation = ds["metadata"]["generation"].clone();
+        self.fake.set_status(
+            "apps/v1",
+            "daemonsets",
+            NS,
+            name,
+            json!({
+                "currentNumberScheduled": 2, "desiredNumberScheduled": 2,
+                "numberMisscheduled": 0, "numberReady": 1, "numberAvailable": 1,
+                "numberUnavailable": 1, "updatedNumberScheduled": 2,
+                "observedGeneration": generation
+            }),
+        );
+    }
+
+    fn event_reasons(&self) -> Vec<String> {
+        self.fake.events().into_iter().map(|(_, r)| r).collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.fake
+            .events()
+            .into_iter()
+            .filter(|(t, _)| t == "Warning")
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    /// Writes other than the status and events.
+    fn object_writes(&self) -> Vec<String> {
+        self.fake
+            .requests()
+            .iter()
+            .filter(|s| s.is_write() && !s.is_status() && !s.is_event())
+            .map(|s| format!("{} {}", s.method, s.path))
+            .collect()
+    }
+}
+
+fn owner_kinds(object: &Value) -> Vec<String> {
+    object["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["kind"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+const LINUX_BRIDGE: &str = "linuxBridge: {}\n";
+
+#[tokio::test]
+async fn creating_a_config_applies_its_objects_records_the_spec_and_reports_progress() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+
+    let ds = h
+        .fake
+        .daemonset(NS, BRIDGE_DS)
+        .expect("linux bridge DaemonSet");
+    let owner = &ds["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "NetworkAddonsConfig");
+    assert_eq!(owner["name"], "cluster");
+    assert_eq!(owner["uid"], h.nac().await.metadata.uid.unwrap().as_str());
+    assert_eq!(owner["controller"], true);
+    assert_eq!(owner["blockOwnerDeletion"], true);
+    assert_eq!(
+        ds["metadata"]["labels"][labels::MANAGED_BY],
+        labels::MANAGED_BY_VALUE
+    );
+    assert_eq!(ds["metadata"]["labels"][labels::COMPONENT], "linuxBridge");
+
+    // every namespaced object is owned; the Namespace is not
+    let namespace = h.fake.get("v1", "namespaces", "", NS).expect("Namespace");
+    assert!(owner_kinds(&namespace).is_empty());
+    for sa in h.fake.list("v1", "serviceaccounts") {
+        assert_eq!(owner_kinds(&sa), ["NetworkAddonsConfig"]);
+    }
+
+    let applied = h.applied();
+    assert!(applied.linux_bridge.is_some());
+    assert_eq!(applied.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    assert!(applied.self_sign_configuration.is_some());
+    assert!(applied.placement_configuration.is_some());
+    let record = h.fake.configmap(NS, APPLIED_CONFIGMAP).unwrap();
+    assert_eq!(owner_kinds(&record), ["NetworkAddonsConfig"]);
+
+    let progressing = h.condition("Progressing").await;
+    assert_eq!(progressing.status, "True");
+    assert_eq!(progressing.reason, "Deploying");
+    assert!(
+        progressing.message.contains(BRIDGE_DS),
+        "{}",
+        progressing.message
+    );
+    let available = h.condition("Available").await;
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("False", "Startup")
+    );
+    assert_eq!(h.condition("Degraded").await.status, "False");
+
+    let status = h.nac().await.status.unwrap();
+    assert_eq!(status.operator_version.as_deref(), Some("9.9.9"));
+    assert_eq!(status.target_version.as_deref(), Some("9.9.9"));
+    assert_eq!(status.observed_version, None);
+    assert_eq!(status.observed_generation, Some(1));
+    assert!(status
+        .containers
+        .iter()
+        .any(|c| c.parent_kind == "DaemonSet" && c.parent_name == BRIDGE_DS));
+
+    let reasons = h.event_reasons();
+    assert!(reasons.contains(&"Modified".to_string()), "{reasons:?}");
+    assert!(reasons.contains(&"Progressing".to_string()), "{reasons:?}");
+    assert!(h.warnings().is_empty());
+}
+
+#[tokio::test]
+async fn a_ready_daemonset_makes_the_config_available_with_one_event() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_ready(BRIDGE_DS);
+
+    h.reconcile().await.unwrap();
+    let available = h.condition("Available").await;
+    assert_eq!(available.status, "True");
+    assert_eq!(h.condition("Progressing").await.status, "False");
+    assert_eq!(h.condition("Degraded").await.status, "False");
+    assert_eq!(
+        h.nac().await.status.unwrap().observed_version.as_deref(),
+        Some("9.9.9")
+    );
+    let count = |h: &Harness| {
+        h.event_reasons()
+            .iter()
+            .filter(|r| *r == "Available")
+            .count()
+    };
+    assert_eq!(count(&h), 1);
+
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    assert_eq!(count(&h), 1, "Available is recorded on the transition only");
+    let again = h.condition("Available").await;
+    assert_eq!(again.last_transition_time, available.last_transition_time);
+}
+
+#[tokio::test]
+async fn a_daemonset_unchanged_for_ten_minutes_is_a_hung_rollout() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_unavailable(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+
+    h.advance(9);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+
+    h.advance(2);
+    h.reconcile().await.unwrap();
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(degraded.status, "True");
+    assert_eq!(degraded.reason, "RolloutHung");
+    assert!(degraded.message.contains(BRIDGE_DS), "{}", degraded.message);
+    assert_eq!(h.condition("Available").await.status, "False");
+    assert_eq!(h.condition("Progressing").await.status, "True");
+    assert!(h.warnings().contains(&"Failed: RolloutHung".to_string()));
+
+    // it recovers as soon as the DaemonSet is ready
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+    assert_eq!(h.condition("Available").await.status, "True");
+}
+
+#[tokio::test]
+async fn a_daemonset_whose_status_moves_is_not_hung() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_unavailable(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.advance(8);
+    h.fake.set_status(
+        "apps/v1",
+        "daemonsets",
+        NS,
+        BRIDGE_DS,
+        json!({"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "numberMisscheduled": 0,
+               "numberReady": 0, "numberAvailable": 0, "numberUnavailable": 2,
+               "updatedNumberScheduled": 2, "observedGeneration": 1}),
+    );
+    h.reconcile().await.unwrap();
+    h.advance(8);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn adding_a_component_applies_its_objects() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+
+    h.patch_spec(json!({"ovs": {}})).await;
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, OVS_DS).is_some());
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(h.applied().ovs.is_some());
+    assert_eq!(h.condition("Available").await.status, "False");
+    assert_eq!(h.nac().await.status.unwrap().observed_generation, Some(2));
+    let modified = h
+        .event_reasons()
+        .iter()
+        .filter(|r| *r == "Modified")
+        .count();
+    assert_eq!(modified, 2, "first apply and the change");
+}
+
+#[tokio::test]
+async fn changing_the_placement_updates_the_daemonset() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    let before = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+
+    h.patch_spec(
+        json!({"placementConfiguration": {"workloads": {"nodeSelector": {"cni": "yes"}}}}),
+    )
+    .await;
+    h.reconcile().await.unwrap();
+    let after = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+    assert_eq!(
+        after["spec"]["template"]["spec"]["nodeSelector"],
+        json!({"cni": "yes"})
+    );
+    assert_eq!(
+        after["metadata"]["uid"], before["metadata"]["uid"],
+        "updated in place"
+    );
+    assert_eq!(
+        after["metadata"]["generation"].as_i64(),
+        before["metadata"]["generation"].as_i64().map(|g| g + 1)
+    );
+}
+
+#[tokio::test]
+async fn removing_a_component_deletes_only_its_owned_objects_and_keeps_the_namespace() {
+    let h = harness();
+    h.create("cluster", "linuxBridge: {}\novs: {}\n").await;
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    // carries our labels but no NetworkAddonsConfig owns it: not ours to delete
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+               "metadata": {"name": "someone-elses", "namespace": NS,
+                            "labels": {labels::MANAGED_BY: labels::MANAGED_BY_VALUE}},
+               "spec": {"selector": {"matchLabels": {"a": "b"}}}}),
+    );
+    let bridge_accounts: Vec<String> = h
+        .fake
+        .list("v1", "serviceaccounts")
+        .iter()
+        .filter(|sa| sa["metadata"]["labels"][labels::COMPONENT] == "linuxBridge")
+        .map(|sa| sa["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!bridge_accounts.is_empty());
+    h.fake.clear_requests();
+
+    h.patch_spec(json!({"linuxBridge": null})).await;
+    h.reconcile().await.unwrap();
+
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_none());
+    for name in &bridge_accounts {
+        assert!(
+            h.fake.get("v1", "serviceaccounts", NS, name).is_none(),
+            "{name}"
+        );
+    }
+    assert!(h.fake.daemonset(NS, OVS_DS).is_some());
+    assert!(h.fake.daemonset(NS, "someone-elses").is_some());
+    assert!(h.fake.get("v1", "namespaces", "", NS).is_some());
+    assert!(h.applied().linux_bridge.is_none());
+    assert!(h.warnings().is_empty(), "{:?}", h.warnings());
+
+    // the record is written after the last deletion
+    let writes = h.object_writes();
+    let last_delete = writes
+        .iter()
+        .rposition(|w| w.starts_with("DELETE"))
+        .unwrap();
+    let record = writes
+        .iter()
+        .position(|w| w.ends_with(APPLIED_CONFIGMAP))
+        .unwrap();
+    assert!(record > last_delete, "{writes:#?}");
+}
+
+#[tokio::test]
+async fn an_invalid_spec_is_degraded_and_changes_nothing() {
+    let h = harness();
+    h.create(
+        "cluster",
+        "linuxBridge: {}\nkubeMacPool:\n  rangeStart: this:aint:right\n",
+    )
+    .await;
+    h.fake.clear_requests();
+    assert!(h.reconcile().await.is_err());
+
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(degraded.status, "True");
+    assert_eq!(degraded.reason, "FailedToValidate");
+    assert!(degraded.message.starts_with("invalid configuration:\n"));
+    assert!(
+        degraded.message.contains("rangeStart"),
+        "{}",
+        degraded.message
+    );
+    let available = h.condition("Available").await;
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("False", "Failing")
+    );
+    let progressing = h.condition("Progressing").await;
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("False", "InvalidConfiguration")
+    );
+    assert!(h.object_writes().is_empty(), "{:?}", h.object_writes());
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_none());
+    assert_eq!(h.warnings(), ["Failed: FailedToValidate"]);
+}
+
+#[tokio::test]
+async fn fixing_an_invalid_spec_recovers() {
+    let h = harness();
+    h.create("cluster", "linuxBridge: {}\nimagePullPolicy: Sometimes\n")
+        .await;
+    assert!(h.reconcile().await.is_err());
+    h.patch_spec(json!({"imagePullPolicy": null})).await;
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+}
+
+#[tokio::test]
+async fn changing_the_pull_policy_after_apply_is_refused() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(json!({"imagePullPolicy": "Always", "ovs": {}}))
+        .await;
+    h.fake.clear_requests();
+
+    assert!(h.reconcile().await.is_err());
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(degraded.status, "True");
+    assert_eq!(degraded.reason, "UnsafeChange");
+    assert!(
+        degraded.message.contains("imagePullPolicy"),
+        "{}",
+        degraded.message
+    );
+    assert!(h.object_writes().is_empty(), "{:?}", h.object_writes());
+    assert!(h.fake.daemonset(NS, OVS_DS).is_none());
+    assert_eq!(
+        h.applied().image_pull_policy.as_deref(),
+        Some("IfNotPresent")
+    );
+}
+
+#[tokio::test]
+async fn the_random_mac_range_survives_reconciles_and_restarts() {
+    let h = harness();
+    h.create("cluster", "kubeMacPool: {}\n").await;
+    h.reconcile().await.unwrap();
+    let pool = h.applied().kube_mac_pool.unwrap();
+    assert_eq!(pool.range_start, "02:12:34:00:00:00");
+    assert_eq!(pool.range_end, "02:12:34:ff:ff:ff");
+
+    h.reconcile().await.unwrap();
+    assert_eq!(h.applied().kube_mac_pool.unwrap(), pool);
+
+    // a restarted operator, whose randomness would pick another range
+    let restarted = new_ctx(&h.client, &h.now, [0xab, 0xcd]);
+    let nac = h.nac().await;
+    reconcile_once(&restarted, &nac).await.unwrap();
+    assert_eq!(h.applied().kube_mac_pool.unwrap(), pool);
+}
+
+#[tokio::test]
+async fn a_range_recorded_by_the_upstream_operator_is_kept() {
+    let h = harness();
+    let upstream = json!({"kubeMacPool": {"rangeStart": "02:aa:bb:00:00:00",
+                                          "rangeEnd": "02:aa:bb:ff:ff:ff"},
+                          "imagePullPolicy": "Always"});
+    h.fake.put(
+        "v1",
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": APPLIED_CONFIGMAP, "namespace": NS},
+               "data": {APPLIED_KEY: upstream.to_string()}}),
+    );
+    h.create("cluster", "kubeMacPool: {}\n").await;
+    h.reconcile().await.unwrap();
+    let applied = h.applied();
+    assert_eq!(
+        applied.kube_mac_pool.unwrap().range_start,
+        "02:aa:bb:00:00:00"
+    );
+    assert_eq!(applied.image_pull_policy.as_deref(), Some("Always"));
+}
+
+#[tokio::test]
+async fn only_the_config_named_cluster_is_reconciled() {
+    let h = harness();
+    let other = h.create("other", LINUX_BRIDGE).await;
+    h.fake.clear_requests();
+    reconcile_once(&h.ctx, &other).await.unwrap();
+    assert!(h.fake.requests().is_empty(), "{:?}", h.fake.requests());
+    let other = h.configs().get("other").await.unwrap();
+    assert!(other.status.is_none());
+}
+
+#[tokio::test]
+async fn a_create_only_config_map_keeps_the_administrators_data() {
+    let h = harness();
+    h.fake.put(
+        "v1",
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": MACVTAP_CONFIG, "namespace": NS},
+               "data": {"DP_MACVTAP_CONF": "[{\"name\": \"dataplane\", \"master\": \"eth1\"}]"}}),
+    );
+    h.create("cluster", "macvtap: {}\n").await;
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, MACVTAP_DS).is_some());
+    let cm = h.fake.configmap(NS, MACVTAP_CONFIG).unwrap();
+    assert!(cm["data"]["DP_MACVTAP_CONF"]
+        .as_str()
+        .unwrap()
+        .contains("eth1"));
+    assert!(!h
+        .object_writes()
+        .iter()
+        .any(|w| w.ends_with(MACVTAP_CONFIG)));
+}
+
+#[tokio::test]
+async fn a_create_only_config_map_is_created_once_then_left_alone() {
+    let h = harness();
+    h.create("cluster", "macvtap: {}\n").await;
+    h.reconcile().await.unwrap();
+    let created = h.fake.configmap(NS, MACVTAP_CONFIG).expect("created");
+    assert_eq!(created["data"]["DP_MACVTAP_CONF"], "[]");
+    assert_eq!(owner_kinds(&created), ["NetworkAddonsConfig"]);
+
+    let mut edited = created.clone();
+    edited["data"]["DP_MACVTAP_CONF"] = json!("[{\"name\": \"a\", \"master\": \"eth2\"}]");
+    h.fake.put("v1", "configmaps", edited.clone());
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        h.fake.configmap(NS, MACVTAP_CONFIG).unwrap()["data"],
+        edited["data"]
+    );
+    assert!(!h
+        .object_writes()
+        .iter()
+        .any(|w| w.ends_with(MACVTAP_CONFIG)));
+}
+
+#[tokio::test]
+async fn a_daemonset_with_another_selector_is_deleted_and_created_again() {
+    let h = harness();
+    // left by an older release with a selector this one does not render
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+               "metadata": {"name": BRIDGE_DS, "namespace": NS},
+               "spec": {"selector": {"matchLabels": {"name": "old-selector"}}}}),
+    );
+    let old_uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+    assert_ne!(ds["metadata"]["uid"], old_uid);
+    assert_ne!(
+        ds["spec"]["selector"],
+        json!({"matchLabels": {"name": "old-selector"}})
+    );
+    let writes = h.object_writes();
+    let ds_path = format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{BRIDGE_DS}");
+    let deleted = writes
+        .iter()
+        .position(|w| *w == format!("DELETE {ds_path}"))
+        .expect("deleted");
+    assert!(writes[deleted + 1..]
+        .iter()
+        .any(|w| *w == format!("PATCH {ds_path}")));
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn drift_is_undone_on_the_next_reconcile() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    let mut ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+    let rendered = ds["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    ds["spec"]["template"]["spec"]["containers"][0]["image"] = json!("example.com/other:1");
+    h.fake.put("apps/v1", "daemonsets", ds);
+
+    h.reconcile().await.unwrap();
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+    assert_eq!(
+        ds["spec"]["template"]["spec"]["containers"][0]["image"],
+        rendered
+    );
+}
+
+#[tokio::test]
+async fn components_not_deployed_are_reported() {
+    let h = harness();
+    h.create("cluster", "linuxBridge: {}\nkubeSecondaryDNS: {}\n")
+        .await;
+    h.reconcile().await.unwrap();
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    let status = h.nac().await.status.unwrap();
+    assert_eq!(status.not_deployed.len(), 1);
+    assert_eq!(status.not_deployed[0].component, "kubeSecondaryDNS");
+    let available = h.condition("Available").await;
+    assert_eq!(available.status, "True");
+    assert!(
+        available.message.contains("kubeSecondaryDNS"),
+        "{}",
+        available.message
+    );
+}
+
+#[tokio::test]
+async fn an_unchanged_status_is_not_written_again() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.fake.clear_requests();
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    assert!(!h.fake.requests().iter().any(|s| s.is_status()));
+}
+
+#[tokio::test]
+async fn a_status_write_that_conflicts_is_retried() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.fake
+        .fail_next("PATCH", "/networkaddonsconfigs/cluster/status", 409, 3);
+    h.reconcile().await.unwrap();
+    let status_writes: Vec<u16> = h
+        .fake
+        .requests()
+        .iter()
+        .filter(|s| s.is_status())
+        .map(|s| s.code)
+        .collect();
+    assert_eq!(status_writes, [409, 409, 409, 200]);
+    assert_eq!(h.condition("Progressing").await.status, "True");
+}
+
+#[tokio::test]
+async fn the_retired_failing_condition_is_removed() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.fake.set_status(
+        "networkaddonsoperator.network.kubevirt.io/v1",
+        "networkaddonsconfigs",
+        "",
+        "cluster",
+        json!({"conditions": [{"type": "Failing", "status": "True"}], "observedVersion": "0.1"}),
+    );
+    h.reconcile().await.unwrap();
+    let status = h.nac().await.status.unwrap();
+    let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["Available", "Progressing", "Degraded"]);
+    assert_eq!(status.observed_version.as_deref(), Some("0.1"));
+}
+
+#[tokio::test]
+async fn a_failed_apply_is_degraded_with_a_warning() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.fake
+        .fail_next("PATCH", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+    assert!(h.reconcile().await.is_err());
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "FailedToApply")
+    );
+    assert!(degraded.message.contains(BRIDGE_DS), "{}", degraded.message);
+    assert_eq!(h.warnings(), ["Failed: FailedToApply"]);
+    assert!(h.fake.configmap(NS, APPLIED_CONFIGMAP).is_none());
+
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn a_failed_deletion_keeps_the_previous_record_so_it_is_retried() {
+    let h = harness();
+    h.create("cluster", "linuxBridge: {}\novs: {}\n").await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(json!({"linuxBridge": null})).await;
+    h.fake
+        .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+
+    assert!(h.reconcile().await.is_err());
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "FailedToDeleteObjects")
+    );
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(
+        h.applied().linux_bridge.is_some(),
+        "record not moved past the failure"
+    );
+
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_none());
+    assert!(h.applied().linux_bridge.is_none());
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+const MAC_CONTROLLER: &str = "kubemacpool-mac-controller-manager";
+const CERT_MANAGER: &str = "kubemacpool-cert-manager";
+
+fn set_deployment_ready(fake: &FakeApi, name: &str) {
+    let d = fake
+        .get("apps/v1", "deployments", NS, name)
+        .expect("Deployment");
+    let generation = d["metadata"]["generation"].clone();
+    fake.set_status(
+        "apps/v1",
+        "deployments",
+        NS,
+        name,
+        json!({"replicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+               "updatedReplicas": 1, "observedGeneration": generation}),
+    );
+}
+
+#[tokio::test]
+async fn deployments_count_for_availability() {
+    let h = harness();
+    h.create("cluster", "kubeMacPool: {}\n").await;
+    h.reconcile().await.unwrap();
+    let progressing = h.condition("Progressing").await;
+    assert!(
+        progressing.message.contains(MAC_CONTROLLER),
+        "{}",
+        progressing.message
+    );
+    assert!(
+        progressing.message.contains(CERT_MANAGER),
+        "{}",
+        progressing.message
+    );
+
+    set_deployment_ready(&h.fake, MAC_CONTROLLER);
+    h.reconcile().await.unwrap();
+    let progressing = h.condition("Progressing").await;
+    assert!(
+        !progressing.message.contains(MAC_CONTROLLER),
+        "{}",
+        progressing.message
+    );
+    assert_eq!(h.condition("Available").await.status, "False");
+
+    set_deployment_ready(&h.fake, CERT_MANAGER);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Available").await.status, "True");
+    let status = h.nac().await.status.unwrap();
+    assert!(status
+        .containers
+        .iter()
+        .any(|c| c.parent_kind == "Deployment" && c.parent_name == MAC_CONTROLLER));
+}
+
+#[tokio::test]
+async fn removing_kubemacpool_deletes_its_webhook_before_anything_else() {
+    let h = harness();
+    h.create("cluster", "kubeMacPool: {}\n").await;
+    h.reconcile().await.unwrap();
+    assert!(!h
+        .fake
+        .list(
+            "admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations"
+        )
+        .is_empty());
+    h.fake.clear_requests();
+
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.reconcile().await.unwrap();
+    let deletes: Vec<String> = h
+        .object_writes()
+        .into_iter()
+        .filter(|w| w.starts_with("DELETE"))
+        .collect();
+    assert!(deletes.len() > 1, "{deletes:?}");
+    assert!(
+        deletes[0].contains("/mutatingwebhookconfigurations/"),
+        "{deletes:#?}"
+    );
+    assert!(h
+        .fake
+        .list(
+            "admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations"
+        )
+        .is_empty());
+    assert!(h.fake.list("apps/v1", "deployments").is_empty());
+    assert!(h.warnings().is_empty());
+}
