@@ -114,12 +114,7 @@ pub fn render_cr(
             return Err(Error::new(unsafe_changes.join("\n")));
         }
     }
-    let objects = render::render(&applied, settings)?;
-    let mut yaml = String::new();
-    for r in &objects {
-        yaml.push_str("---\n");
-        yaml.push_str(&serde_yaml::to_string(&r.object).context("serialise an object")?);
-    }
+    let yaml = render::to_yaml(&render::render(&applied, settings)?)?;
     let notes = cr
         .spec
         .not_deployed()
