@@ -873,3 +873,48 @@ async fn removing_kubemacpool_deletes_its_webhook_before_anything_else() {
     assert!(h.fake.list("apps/v1", "deployments").is_empty());
     assert!(h.warnings().is_empty());
 }
+
+#[tokio::test]
+async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() {
+    let h = harness();
+    h.create("other", LINUX_BRIDGE).await;
+    h.create("cluster", LINUX_BRIDGE).await;
+    let controller = tokio::spawn(network_addons_operator::reconcile::run(
+        h.client.clone(),
+        settings(),
+    ));
+    let mut reconciled = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        if h.nac().await.status.is_some() {
+            reconciled = true;
+            break;
+        }
+    }
+    controller.abort();
+    assert!(reconciled, "cluster reconciled by the controller");
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    let other = h.configs().get("other").await.unwrap();
+    assert!(other.status.is_none());
+
+    let watches: Vec<fake_api::Seen> = h
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|s| s.method == "WATCH")
+        .collect();
+    let selector = labels::managed_selector();
+    for plural in ["daemonsets", "deployments"] {
+        let path = format!("/apis/apps/v1/namespaces/{NS}/{plural}");
+        assert!(
+            watches
+                .iter()
+                .any(|w| w.path == path && w.query.get("labelSelector") == Some(&selector)),
+            "{plural} watched by label in {NS}: {watches:#?}"
+        );
+    }
+    assert!(watches
+        .iter()
+        .any(|w| w.path.ends_with("/networkaddonsconfigs")
+            && w.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=cluster")));
+}

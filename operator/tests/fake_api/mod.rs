@@ -9,7 +9,9 @@
 //! the applied body replaces the object, keeping its status and system fields. Changing the
 //! `spec.selector` of a DaemonSet or Deployment is refused as immutable, as the real server does.
 //!
-//! Every request is logged so tests can check what the operator did and in which order.
+//! A watch is held open and never sees an event, so a controller started on the fake server
+//! reconciles what its first list returned. Every request is logged (a watch with the method
+//! `WATCH`) so tests can check what the operator did and in which order.
 
 #![allow(dead_code)]
 
@@ -33,9 +35,9 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// A write: anything but GET.
+    /// A write: anything but a read or a watch.
     pub fn is_write(&self) -> bool {
-        self.method != "GET"
+        self.method != "GET" && self.method != "WATCH"
     }
 
     pub fn is_status(&self) -> bool {
@@ -84,12 +86,25 @@ pub fn start() -> (Client, FakeApi) {
     let fake = FakeApi::default();
     let server = fake.clone();
     tokio::spawn(async move {
+        // Watches are answered with nothing, ever: an open watch on which no event comes.
+        let mut watches = Vec::new();
         while let Some((request, respond)) = handle.next_request().await {
+            if is_watch(&request) {
+                server.log_watch(&request);
+                watches.push(respond);
+                continue;
+            }
             let response = server.serve(request).await;
             respond.send_response(response);
         }
     });
     (Client::new(service, "default"), fake)
+}
+
+fn is_watch(request: &Request<Body>) -> bool {
+    parse_query(request.uri().query())
+        .get("watch")
+        .is_some_and(|w| w == "true" || w == "1")
 }
 
 /// Where a request points.
@@ -298,6 +313,17 @@ impl FakeApi {
         response
     }
 
+    fn log_watch(&self, request: &Request<Body>) {
+        self.lock().seen.push(Seen {
+            method: "WATCH".to_string(),
+            path: request.uri().path().to_string(),
+            query: parse_query(request.uri().query()),
+            content_type: String::new(),
+            body: Value::Null,
+            code: 200,
+        });
+    }
+
     // ---- for tests ----
 
     /// The stored object, if any (`namespace` empty for cluster-scoped objects).
@@ -449,9 +475,6 @@ impl State {
         };
         match (method, t.name.as_deref()) {
             ("GET", None) => {
-                if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                    return status(405, "MethodNotAllowed", "watch is not served".to_string());
-                }
                 let labels = query.get("labelSelector").cloned().unwrap_or_default();
                 let fields = query.get("fieldSelector").cloned().unwrap_or_default();
                 let items: Vec<Value> = self
