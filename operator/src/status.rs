@@ -490,7 +490,7 @@ mod tests {
         let ds: DaemonSet = serde_json::from_value(json!({
             "metadata": {"name": "a", "namespace": "ns", "generation": 1}
         }))
-        .unwrap_or_default();
+        .expect("a DaemonSet");
         let line = daemonset_progress(&ds).unwrap_or_default();
         assert_eq!(line, "DaemonSet \"ns/a\" update is being processed");
     }
@@ -502,7 +502,7 @@ mod tests {
                 "metadata": {"name": "a", "namespace": "ns", "generation": 2},
                 "status": status
             }))
-            .unwrap_or_default()
+            .expect("valid object")
         };
         let base = json!({"currentNumberScheduled": 3, "desiredNumberScheduled": 3,
             "numberMisscheduled": 0, "numberReady": 3, "numberAvailable": 3,
@@ -538,7 +538,7 @@ mod tests {
                 "spec": {"replicas": 2, "selector": {}, "template": {}},
                 "status": status
             }))
-            .unwrap_or_default()
+            .expect("valid object")
         };
         assert_eq!(
             deployment_progress(&d(json!({"availableReplicas": 2, "observedGeneration": 2}))),
