@@ -1,0 +1,608 @@
+//! `cni-installer install`: puts the plugin binaries into the destination directory.
+//!
+//! For each plugin: a destination with the same sha256 is left alone (nothing is written);
+//! otherwise the new binary is written next to it as `.<name>.cni-installer.tmp`, fsynced,
+//! made 0755, run with CNI_COMMAND=VERSION, renamed over the target, and run again from there.
+//! A file we did not install (not in the record, changed since, or a symlink) is "foreign" and
+//! is only replaced with `--replace-foreign`, which keeps it as `.<name>.orig` for uninstall.
+//! Every plugin is inspected before anything is written, so a refusal writes nothing.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::atomic::{self, Temp};
+use crate::digest::{self, short};
+use crate::error::{Context, Error, Result};
+use crate::lock::DirLock;
+use crate::record::{self, Entry, Record, MODE};
+use crate::verify::{self, PluginVersion};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Where the image keeps the binaries.
+    pub from: PathBuf,
+    /// The node's CNI binary directory.
+    pub to: PathBuf,
+    /// None: every file in `from`.
+    pub plugins: Option<Vec<String>>,
+    pub replace_foreign: bool,
+}
+
+/// What was done for one plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The destination already is this binary, and the record says so: nothing written.
+    Unchanged,
+    /// The destination already is this binary but the record did not list it (an install
+    /// killed between the rename and the record): only the record is written.
+    Adopted,
+    /// Written where there was no file.
+    Installed,
+    /// Our own earlier version (with this sha256) replaced.
+    Upgraded { from: String },
+    /// Same bytes, but not mode 0755: rewritten.
+    ModeRepaired,
+    /// A foreign file replaced (`--replace-foreign`).
+    ReplacedForeign {
+        /// Where the replaced file is kept; None when an earlier original is kept there already.
+        kept_as: Option<String>,
+    },
+}
+
+impl Action {
+    /// Whether the binary was written.
+    pub fn wrote_binary(&self) -> bool {
+        !matches!(self, Action::Unchanged | Action::Adopted)
+    }
+}
+
+/// One plugin's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub name: String,
+    pub action: Action,
+    pub sha256: String,
+    pub version: PluginVersion,
+}
+
+/// Everything `install` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Temporary files of an earlier, interrupted run that were removed.
+    pub swept: Vec<String>,
+    pub plugins: Vec<Outcome>,
+    pub record_written: bool,
+}
+
+impl Report {
+    /// Whether anything in the destination directory was created, changed or removed.
+    pub fn wrote_anything(&self) -> bool {
+        self.record_written
+            || !self.swept.is_empty()
+            || self.plugins.iter().any(|p| p.action.wrote_binary())
+    }
+}
+
+/// What is at the destination path now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Existing {
+    Missing,
+    Symlink {
+        target: String,
+    },
+    Regular {
+        sha256: String,
+        mode: u32,
+    },
+    /// A directory, socket, device...: never replaced.
+    Other {
+        kind: &'static str,
+    },
+}
+
+/// What to do with one plugin, decided before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Keep(Action),
+    Write(Action),
+    /// Foreign, and `--replace-foreign` was not given: the reason, for the message.
+    Refuse(String),
+    /// Cannot be replaced at all.
+    Impossible(String),
+}
+
+/// The decision for one plugin. `entry` is what the record says we installed there.
+pub fn decide(
+    existing: &Existing,
+    source_sha256: &str,
+    entry: Option<&Entry>,
+    replace_foreign: bool,
+) -> Decision {
+    let recorded = entry.map(|e| e.sha256.as_str());
+    let foreign = |why: String| {
+        if replace_foreign {
+            Decision::Write(Action::ReplacedForeign { kept_as: None })
+        } else {
+            Decision::Refuse(why)
+        }
+    };
+    match existing {
+        Existing::Missing => Decision::Write(Action::Installed),
+        Existing::Other { kind } => Decision::Impossible(format!("is a {kind}, not a file")),
+        Existing::Symlink { target } => foreign(format!("is a symlink to {target}")),
+        Existing::Regular { sha256, mode } if sha256 == source_sha256 => {
+            if mode & 0o7777 != MODE {
+                Decision::Write(Action::ModeRepaired)
+            } else if recorded == Some(sha256.as_str()) {
+                Decision::Keep(Action::Unchanged)
+            } else {
+                Decision::Keep(Action::Adopted)
+            }
+        }
+        Existing::Regular { sha256, .. } if recorded == Some(sha256.as_str()) => {
+            Decision::Write(Action::Upgraded {
+                from: sha256.clone(),
+            })
+        }
+        Existing::Regular { sha256, .. } => foreign(match recorded {
+            Some(_) => format!("has sha256 {sha256}, changed since cni-installer installed it"),
+            None => format!("has sha256 {sha256} and was not installed by cni-installer"),
+        }),
+    }
+}
+
+/// Looks at `path` without following a symlink there.
+pub fn inspect(path: &Path) -> Result<Existing> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
+        Err(e) => return Err(e).with_context(|| format!("looking at {}", path.display())),
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        let target = fs::read_link(path)
+            .with_context(|| format!("reading the symlink {}", path.display()))?;
+        return Ok(Existing::Symlink {
+            target: target.display().to_string(),
+        });
+    }
+    if !kind.is_file() {
+        let kind = if kind.is_dir() {
+            "directory"
+        } else {
+            "special file"
+        };
+        return Ok(Existing::Other { kind });
+    }
+    // O_NOFOLLOW: if it became a symlink since, fail rather than hash what it points to.
+    let file = open_nofollow(path)?;
+    let sha256 =
+        digest::sha256_reader(file).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Existing::Regular {
+        sha256,
+        mode: meta.permissions().mode(),
+    })
+}
+
+fn open_nofollow(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// A plugin name is a plain file name: letters, digits, `.`, `_`, `+`, `-`, not starting with
+/// a dot (those are ours: temporary files, kept originals, the record).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "invalid plugin name {name:?}: expected a file name of letters, digits, '.', '_', '+', '-', not starting with '.'"
+        )))
+    }
+}
+
+/// The plugins to install: the ones named, or every file in `from`.
+fn plugin_names(opts: &Options) -> Result<Vec<String>> {
+    let names = match &opts.plugins {
+        Some(names) => names.clone(),
+        None => {
+            let mut names = Vec::new();
+            let entries = fs::read_dir(&opts.from)
+                .with_context(|| format!("listing {}", opts.from.display()))?;
+            for entry in entries {
+                let entry = entry.with_context(|| format!("listing {}", opts.from.display()))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.starts_with('.') && entry.path().is_file() {
+                    names.push(name);
+                }
+            }
+            names.sort();
+            names
+        }
+    };
+    if names.is_empty() {
+        return Err(Error::new(format!(
+            "no plugins to install from {}",
+            opts.from.display()
+        )));
+    }
+    for name in &names {
+        check_name(name)?;
+    }
+    Ok(names)
+}
+
+/// One plugin, inspected.
+struct Planned {
+    name: String,
+    source: PathBuf,
+    source_sha256: String,
+    decision: Decision,
+}
+
+/// Installs the plugins; see the module's description.
+pub fn install(opts: &Options) -> Result<Report> {
+    let names = plugin_names(opts)?;
+    let to = opts.to.as_path();
+    if !to.is_dir() {
+        fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    }
+    let _lock = DirLock::acquire(to)?;
+    let mut report = Report {
+        swept: atomic::sweep_temps(to)?,
+        ..Report::default()
+    };
+    let old_record = Record::load(to)?;
+    let mut record = old_record.clone();
+
+    let mut planned = Vec::with_capacity(names.len());
+    for name in names {
+        let source = opts.from.join(&name);
+        let source_sha256 = source_digest(&source)?;
+        let existing = inspect(&to.join(&name))?;
+        let decision = decide(
+            &existing,
+            &source_sha256,
+            record.plugins.get(&name),
+            opts.replace_foreign,
+        );
+        planned.push(Planned {
+            name,
+            source,
+            source_sha256,
+            decision,
+        });
+    }
+    refuse_foreign(to, &planned)?;
+
+    // What was installed before a failure is recorded all the same.
+    let applied = apply(to, planned, &mut record, &mut report);
+    if record != old_record {
+        record.save(to)?;
+        report.record_written = true;
+    }
+    applied.map(|()| report)
+}
+
+/// Carries out the decisions, recording each plugin as it is done.
+fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Report) -> Result<()> {
+    for plan in planned {
+        let name = plan.name;
+        let action = match plan.decision {
+            Decision::Keep(action) => action,
+            Decision::Write(action) => {
+                let entry = record.plugins.get(&name);
+                write_plugin(to, &name, &plan.source, &plan.source_sha256, action, entry)
+                    .map_err(|e| e.context(format!("installing {name}")))?
+            }
+            // refuse_foreign returned early for these.
+            Decision::Refuse(why) | Decision::Impossible(why) => {
+                return Err(Error::new(format!("{name}: {why}")))
+            }
+        };
+        // The name itself answers, whether it was just written or already there.
+        let version =
+            verify::version(&to.join(&name)).map_err(|e| e.context(format!("checking {name}")))?;
+        let outcome = Outcome {
+            name,
+            action,
+            sha256: plan.source_sha256,
+            version,
+        };
+        update_entry(record, to, &outcome)?;
+        report.plugins.push(outcome);
+    }
+    Ok(())
+}
+
+fn source_digest(source: &Path) -> Result<String> {
+    let meta = fs::metadata(source).with_context(|| format!("source {}", source.display()))?;
+    if !meta.is_file() {
+        return Err(Error::new(format!(
+            "source {} is not a regular file",
+            source.display()
+        )));
+    }
+    digest::sha256_file(source)
+}
+
+/// Fails, naming every foreign file and the flag, before anything is written.
+fn refuse_foreign(to: &Path, planned: &[Planned]) -> Result<()> {
+    let mut refused = Vec::new();
+    for plan in planned {
+        let path = to.join(&plan.name);
+        match &plan.decision {
+            Decision::Refuse(why) => refused.push(format!(
+                "{} {why}; pass --replace-foreign to replace it (it is kept as {} for uninstall to put back)",
+                path.display(),
+                record::original_name(&plan.name)
+            )),
+            Decision::Impossible(why) => {
+                refused.push(format!("{} {why}; remove it first", path.display()))
+            }
+            _ => {}
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "refusing to replace files cni-installer did not install, nothing was written: {}",
+            refused.join("; ")
+        )))
+    }
+}
+
+/// Writes one binary: temporary file, checks, keep the original, rename, fsync.
+fn write_plugin(
+    to: &Path,
+    name: &str,
+    source: &Path,
+    source_sha256: &str,
+    action: Action,
+    entry: Option<&Entry>,
+) -> Result<Action> {
+    let mut temp = Temp::create(to, name)?;
+    let mut from = File::open(source).with_context(|| format!("opening {}", source.display()))?;
+    let temp_path = temp.path().display().to_string();
+    // File to file, std copies inside the kernel (copy_file_range) where it can.
+    io::copy(&mut from, temp.file()?)
+        .with_context(|| format!("copying {} to {temp_path}", source.display()))?;
+    temp.finish(MODE)?;
+    // What is on disk, read back, and whether it runs, before it replaces anything.
+    let written = digest::sha256_file(temp.path())?;
+    if written != source_sha256 {
+        return Err(Error::new(format!(
+            "{temp_path} holds sha256 {}, not the source's {} (did {} change meanwhile?)",
+            short(&written),
+            short(source_sha256),
+            source.display()
+        )));
+    }
+    verify::version(temp.path())?;
+
+    let action = match action {
+        Action::ReplacedForeign { .. } => {
+            let kept = keep_original(to, name, entry)?;
+            Action::ReplacedForeign { kept_as: kept }
+        }
+        other => other,
+    };
+    temp.commit(MODE)?;
+    Ok(action)
+}
+
+/// Hard-links the file about to be replaced to `.<name>.orig` (through a temporary name, so an
+/// older `.orig` is replaced atomically). The target stays in place until the rename over it,
+/// so runtimes never find it missing. When the record already keeps an original, that one
+/// stays: it is what was there before cni-installer came.
+fn keep_original(to: &Path, name: &str, entry: Option<&Entry>) -> Result<Option<String>> {
+    let orig = record::original_name(name);
+    let orig_path = to.join(&orig);
+    if entry.and_then(|e| e.original.as_ref()).is_some() && fs::symlink_metadata(&orig_path).is_ok()
+    {
+        return Ok(None);
+    }
+    let target = to.join(name);
+    let temp = to.join(atomic::temp_name(&format!("{name}.orig")));
+    atomic::remove_if_exists(&temp)?;
+    // link(2) does not follow a symlink: a symlink is kept as the symlink it is.
+    fs::hard_link(&target, &temp)
+        .with_context(|| format!("linking {} to {}", target.display(), temp.display()))?;
+    fs::rename(&temp, &orig_path)
+        .with_context(|| format!("renaming {} to {}", temp.display(), orig_path.display()))?;
+    Ok(Some(orig))
+}
+
+/// Records what is now at the target.
+fn update_entry(record: &mut Record, to: &Path, outcome: &Outcome) -> Result<()> {
+    let old = record.plugins.get(&outcome.name);
+    if outcome.action == Action::Unchanged {
+        if let Some(old) = old {
+            if old.original.is_some() || !orig_exists(to, &outcome.name) {
+                return Ok(());
+            }
+        }
+    }
+    let (mut original, mut original_sha256) = old
+        .map(|e| (e.original.clone(), e.original_sha256.clone()))
+        .unwrap_or_default();
+    if let Action::ReplacedForeign {
+        kept_as: Some(kept),
+    } = &outcome.action
+    {
+        original = Some(kept.clone());
+        original_sha256 = None;
+    }
+    // A `.orig` the record does not know of was kept by an install killed before its record.
+    if original.is_none() && orig_exists(to, &outcome.name) {
+        original = Some(record::original_name(&outcome.name));
+    }
+    if original.is_some() && original_sha256.is_none() {
+        original_sha256 = original_digest(to, &outcome.name)?;
+    }
+    let unchanged_entry = old.filter(|e| e.sha256 == outcome.sha256);
+    let entry = Entry {
+        sha256: outcome.sha256.clone(),
+        cni_version: outcome.version.cni_version.clone(),
+        supported_versions: outcome.version.supported_versions.clone(),
+        installed_at: match (unchanged_entry, outcome.action.wrote_binary()) {
+            (Some(e), false) => e.installed_at.clone(),
+            _ => record::now_rfc3339(),
+        },
+        original,
+        original_sha256,
+    };
+    record.plugins.insert(outcome.name.clone(), entry);
+    Ok(())
+}
+
+fn orig_exists(to: &Path, name: &str) -> bool {
+    fs::symlink_metadata(to.join(record::original_name(name))).is_ok()
+}
+
+/// sha256 of the kept original when it is a regular file.
+fn original_digest(to: &Path, name: &str) -> Result<Option<String>> {
+    match inspect(&to.join(record::original_name(name)))? {
+        Existing::Regular { sha256, .. } => Ok(Some(sha256)),
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(sha256: &str) -> Entry {
+        Entry {
+            sha256: sha256.to_string(),
+            cni_version: "1.1.0".to_string(),
+            supported_versions: vec!["1.1.0".to_string()],
+            installed_at: record::rfc3339(0),
+            original: None,
+            original_sha256: None,
+        }
+    }
+
+    fn regular(sha256: &str) -> Existing {
+        Existing::Regular {
+            sha256: sha256.to_string(),
+            mode: 0o100755,
+        }
+    }
+
+    #[test]
+    fn decisions() {
+        let link = Existing::Symlink {
+            target: "/usr/lib/cni/bridge".to_string(),
+        };
+        let foreign = Decision::Write(Action::ReplacedForeign { kept_as: None });
+        let not_exec = Existing::Regular {
+            sha256: "new".to_string(),
+            mode: 0o100644,
+        };
+        let dir = Existing::Other { kind: "directory" };
+        // (what is there, what the record says, --replace-foreign, decision)
+        let table: Vec<(Existing, Option<Entry>, bool, Decision)> = vec![
+            (
+                Existing::Missing,
+                None,
+                false,
+                Decision::Write(Action::Installed),
+            ),
+            (
+                Existing::Missing,
+                Some(entry("old")),
+                false,
+                Decision::Write(Action::Installed),
+            ),
+            (
+                regular("new"),
+                Some(entry("new")),
+                false,
+                Decision::Keep(Action::Unchanged),
+            ),
+            (regular("new"), None, false, Decision::Keep(Action::Adopted)),
+            (
+                regular("new"),
+                Some(entry("old")),
+                false,
+                Decision::Keep(Action::Adopted),
+            ),
+            (
+                not_exec,
+                Some(entry("new")),
+                false,
+                Decision::Write(Action::ModeRepaired),
+            ),
+            (
+                regular("old"),
+                Some(entry("old")),
+                false,
+                Decision::Write(Action::Upgraded {
+                    from: "old".to_string(),
+                }),
+            ),
+            (
+                regular("go"),
+                None,
+                false,
+                Decision::Refuse(
+                    "has sha256 go and was not installed by cni-installer".to_string(),
+                ),
+            ),
+            (regular("go"), None, true, foreign.clone()),
+            (
+                regular("edited"),
+                Some(entry("old")),
+                false,
+                Decision::Refuse(
+                    "has sha256 edited, changed since cni-installer installed it".to_string(),
+                ),
+            ),
+            (regular("edited"), Some(entry("old")), true, foreign.clone()),
+            (
+                link.clone(),
+                Some(entry("new")),
+                false,
+                Decision::Refuse("is a symlink to /usr/lib/cni/bridge".to_string()),
+            ),
+            (link, None, true, foreign),
+            (
+                dir,
+                None,
+                true,
+                Decision::Impossible("is a directory, not a file".to_string()),
+            ),
+        ];
+        for (existing, recorded, replace, want) in table {
+            assert_eq!(
+                decide(&existing, "new", recorded.as_ref(), replace),
+                want,
+                "{existing:?} recorded {recorded:?} replace {replace}"
+            );
+        }
+    }
+
+    #[test]
+    fn plugin_names_are_plain_file_names() {
+        for ok in ["bridge", "host-local", "a.b_c+d"] {
+            check_name(ok).expect(ok);
+        }
+        for bad in ["", ".hidden", "../bridge", "a/b", "br idge", "x\0"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

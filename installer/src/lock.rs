@@ -1,0 +1,25 @@
+//! An exclusive flock(2) on the destination directory itself, held while installing or
+//! uninstalling: several DaemonSets may install into the same directory and share its record.
+//! Locking the directory creates no file, and the kernel releases the lock when the process
+//! dies, even by SIGKILL.
+
+use std::fs::File;
+use std::path::Path;
+
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::error::{Context, Error, Result};
+
+pub struct DirLock {
+    _lock: Flock<File>,
+}
+
+impl DirLock {
+    /// Blocks until the lock on `dir` is ours.
+    pub fn acquire(dir: &Path) -> Result<DirLock> {
+        let file = File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| Error::new(format!("locking {}: {errno}", dir.display())))?;
+        Ok(DirLock { _lock: lock })
+    }
+}

@@ -1,0 +1,244 @@
+//! The two guarantees that motivate the installer: replacing a binary that is running never
+//! fails with ETXTBSY and never shows a runtime a broken file, and SIGKILL at any moment leaves
+//! the old binary or the new one, never a truncated one.
+
+mod common;
+
+use std::fs::{self, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// A process of `path` blocked reading its stdin (plugins read stdin to the end before anything
+/// else), so the file is busy as long as it lives.
+fn hold_running(path: &std::path::Path) -> Child {
+    Command::new(path)
+        .env_clear()
+        .env("CNI_COMMAND", "VERSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the old binary")
+}
+
+#[test]
+fn installing_over_a_running_binary_never_hits_etxtbsy() {
+    let t = TestDir::new("busy");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    write_plugin(&src, "tuning", 0, 1000);
+    run_ok(&["install", "--from", &s, "--to", &d, "--plugins", "tuning"]);
+    let target = dst.join("tuning");
+
+    // The old binary is running: writing into it is what `cp` would do, and the kernel refuses.
+    let mut held = hold_running(&target);
+    thread::sleep(Duration::from_millis(50));
+    let naive = OpenOptions::new().write(true).open(&target);
+    assert_eq!(
+        naive.map(drop).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::ETXTBSY)),
+        "the control: the installed binary must be busy"
+    );
+
+    // Meanwhile a runtime keeps exec'ing the installed path.
+    let stop = Arc::new(AtomicBool::new(false));
+    let runtime = {
+        let (stop, target) = (stop.clone(), target.clone());
+        thread::spawn(move || {
+            let (mut ok, mut failures) = (0u32, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match version_of(&target) {
+                    Ok(out) if out.contains("cniVersion") => ok += 1,
+                    Ok(out) => failures.push(format!("bad answer {out:?}")),
+                    Err(e) => failures.push(e.to_string()),
+                }
+            }
+            (ok, failures)
+        })
+    };
+    let mut last = String::new();
+    for round in 1..=8u8 {
+        last = write_plugin(&src, "tuning", round, 1000 + usize::from(round));
+        run_ok(&["install", "--from", &s, "--to", &d, "--plugins", "tuning"]);
+        assert_eq!(sha256(&target), last);
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (ok, failures) = runtime.join().expect("runtime thread");
+    drop(held.stdin.take());
+    let status = held.wait().expect("old binary exits");
+    assert!(
+        status.success(),
+        "the old binary ran on to the end: {status}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} execs failed: {failures:?}",
+        failures.len()
+    );
+    assert!(ok > 20, "only {ok} execs ran during the installs");
+    assert_eq!(sha256(&target), last);
+    assert_eq!(mode(&target), 0o755);
+    assert_eq!(listing(&dst), [".cni-installer.json", "tuning"]);
+}
+
+/// Watches `path` in a tight loop on a thread of its own until stopped: every sample must be a
+/// file of mode 0755 with one of `sizes`. A runtime looking at the name sees no more than this.
+struct Observer {
+    stop: Arc<AtomicBool>,
+    thread: thread::JoinHandle<(u64, Vec<String>)>,
+}
+
+impl Observer {
+    fn start(path: &std::path::Path, sizes: [u64; 2]) -> Observer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, path) = (stop.clone(), path.to_path_buf());
+            thread::spawn(move || {
+                let (mut samples, mut anomalies) = (0u64, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    samples += 1;
+                    match fs::metadata(&path) {
+                        Ok(m)
+                            if sizes.contains(&m.len())
+                                && m.permissions().mode() & 0o7777 == 0o755 => {}
+                        Ok(m) => anomalies.push(format!(
+                            "size {} mode {:o}",
+                            m.len(),
+                            m.permissions().mode()
+                        )),
+                        Err(e) => anomalies.push(e.to_string()),
+                    }
+                }
+                (samples, anomalies)
+            })
+        };
+        Observer { stop, thread }
+    }
+
+    /// Stops watching; fails the test on any anomaly.
+    fn finish(self, what: &str) {
+        self.stop.store(true, Ordering::Relaxed);
+        let (samples, anomalies) = self.thread.join().expect("observer");
+        assert!(samples > 0, "{what}: never looked");
+        assert!(
+            anomalies.is_empty(),
+            "{what}: the name was seen missing or partial {} times in {samples}: {:?}",
+            anomalies.len(),
+            &anomalies[..anomalies.len().min(5)]
+        );
+    }
+}
+
+/// The installer is killed at several moments while it installs a large binary (a plugin with
+/// 8 MiB of padding): whatever the moment, the target is the old file or the new one, whole
+/// and executable, and the next install completes and removes the temporary file. Throughout,
+/// an observer checks that the name is never missing nor a partial file.
+#[test]
+fn sigkill_mid_install_leaves_the_old_or_the_new_binary() {
+    let t = TestDir::new("kill");
+    let (small, big, dst) = (t.sub("small"), t.sub("big"), t.sub("dst"));
+    let old = write_plugin(&small, "tuning", b'o', 10);
+    let new = write_plugin(&big, "tuning", b'n', 8 << 20);
+    let sizes = [small.join("tuning"), big.join("tuning")]
+        .map(|p| fs::metadata(p).expect("stat source").len());
+    let target = dst.join("tuning");
+    let d = dst.display().to_string();
+    let args = |from: &std::path::Path| {
+        let from = from.display().to_string();
+        [
+            "install",
+            "--from",
+            &from,
+            "--to",
+            &d,
+            "--plugins",
+            "tuning",
+        ]
+        .map(String::from)
+    };
+    let install = |from: &std::path::Path| run_ok(&args(from).each_ref().map(String::as_str));
+
+    // How long a whole install of the big binary takes here.
+    install(&small);
+    let started = Instant::now();
+    install(&big);
+    let whole = started.elapsed();
+
+    let (mut saw_old, mut saw_new, mut saw_temp) = (0, 0, 0);
+    for percent in [2u32, 10, 25, 40, 55, 70, 80, 90, 95, 100, 110, 130] {
+        install(&small);
+        assert_eq!(sha256(&target), old);
+        let observer = Observer::start(&target, sizes);
+        let mut child = Command::new(installer())
+            .args(args(&big))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start cni-installer");
+        thread::sleep(whole * percent / 100);
+        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        let _ = kill(pid, Signal::SIGKILL);
+        let _ = child.wait();
+
+        let now = sha256(&target);
+        assert!(
+            now == old || now == new,
+            "after a kill at {percent}%: the target is neither the old nor the new binary"
+        );
+        assert_eq!(mode(&target), 0o755, "after a kill at {percent}%");
+        let answer = version_of(&target).expect("the target runs");
+        assert!(answer.contains("cniVersion"), "{answer}");
+        if now == old {
+            saw_old += 1;
+        } else {
+            saw_new += 1;
+        }
+        let temp_left = dst.join(".tuning.cni-installer.tmp").exists();
+        saw_temp += u32::from(temp_left);
+
+        let log = install(&big);
+        observer.finish(&format!("kill at {percent}% and the install after it"));
+        assert_eq!(sha256(&target), new);
+        assert_eq!(
+            log.contains("removed .tuning.cni-installer.tmp"),
+            temp_left,
+            "after a kill at {percent}%: {log}"
+        );
+        assert_eq!(listing(&dst), [".cni-installer.json", "tuning"]);
+        run_ok(&["probe", "--to", &d, "--plugins", "tuning"]);
+    }
+    // The kills did land inside installs, not only before or after them.
+    let counts =
+        format!("whole install {whole:?}: old {saw_old}, new {saw_new}, temp left {saw_temp}");
+    assert!(saw_temp > 0, "no kill left a temporary file; {counts}");
+    assert!(saw_old > 0, "no kill left the old binary; {counts}");
+    eprintln!("{counts}");
+}
+
+/// A temporary file the installer cannot have written completely is never renamed into place:
+/// a stale one in the way of the next install is removed, not used.
+#[test]
+fn a_stale_temp_file_is_not_mistaken_for_the_new_binary() {
+    let t = TestDir::new("stale");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let new = write_plugin(&src, "tuning", b'n', 10);
+    let stale = dst.join(".tuning.cni-installer.tmp");
+    fs::write(&stale, b"truncated").expect("stale temp");
+    run_ok(&["install", "--from", &s, "--to", &d, "--plugins", "tuning"]);
+    assert_eq!(sha256(&dst.join("tuning")), new);
+    assert_eq!(
+        fs::metadata(&stale).map_err(|e| e.kind()).err(),
+        Some(ErrorKind::NotFound)
+    );
+}
