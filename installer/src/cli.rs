@@ -4,19 +4,29 @@
 //! cni-installer install   --from DIR --to DIR [--plugins a,b] [--replace-foreign]
 //! cni-installer uninstall --to DIR [--plugins a,b]
 //! cni-installer probe     --to DIR [--plugins a,b]
+//! cni-installer run       --from DIR --to DIR [--plugins a,b] [--replace-foreign]
+//!                         [--mark linux-bridge|ovs] [--ovsdb ENDPOINT] [--interval 60s]
 //! ```
 //!
 //! Flags take their value as the next argument or after `=`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::install;
+use crate::marker::Mark;
 use crate::probe;
 use crate::uninstall;
 
 pub const DEFAULT_FROM: &str = "/plugins";
 pub const DEFAULT_TO: &str = "/host/opt/cni/bin";
+pub const DEFAULT_OVSDB: &str = "unix:/host/var/run/openvswitch/db.sock";
+/// The upstream markers' update interval.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+/// Where `run` reads the node's name from (the downward API's spec.nodeName).
+pub const NODE_NAME_ENV: &str = "NODE_NAME";
+
 pub const USAGE: &str = "\
 usage: cni-installer <command> [flags]
 
@@ -24,13 +34,17 @@ commands:
   install    copy the plugins into the CNI binary directory, atomically, and verify them
   uninstall  remove the plugins this tool installed (and only if unchanged); put back originals
   probe      exit 0 iff the plugins are installed and unchanged (readiness probe)
+  run        install, then stay up; with --mark, publish the node's bridges as resources
 
 flags:
-  --from DIR           where the plugins are (install; default /plugins)
+  --from DIR           where the plugins are (install, run; default /plugins)
   --to DIR             the node's CNI binary directory (default /host/opt/cni/bin)
-  --plugins a,b        which plugins (default: install every file in --from;
+  --plugins a,b        which plugins (default: install/run every file in --from;
                        uninstall/probe everything installed)
   --replace-foreign    replace files this tool did not install, keeping them as .<name>.orig
+  --mark KIND          run: publish linux-bridge or ovs bridges on the Node (needs NODE_NAME)
+  --ovsdb ENDPOINT     run --mark ovs: OVSDB (default unix:/host/var/run/openvswitch/db.sock)
+  --interval DURATION  run --mark: how often bridges are listed (default 60s; 500ms, 30s, 5m, 1h)
 ";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +52,22 @@ pub enum Command {
     Install(install::Options),
     Uninstall(uninstall::Options),
     Probe(probe::Options),
+    Run(RunOptions),
     Help,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    pub install: install::Options,
+    pub mark: Option<MarkOptions>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkOptions {
+    pub mark: Mark,
+    pub ovsdb: String,
+    pub interval: Duration,
+    pub node_name: String,
 }
 
 /// Every flag's value as given, before it is checked against the command.
@@ -48,16 +77,28 @@ struct Flags {
     to: Option<String>,
     plugins: Option<String>,
     replace_foreign: bool,
+    mark: Option<String>,
+    ovsdb: Option<String>,
+    interval: Option<String>,
 }
 
-/// Parses the arguments after the program name.
-pub fn parse(args: &[String]) -> Result<Command> {
+/// Parses the arguments after the program name. `node_name` is the NODE_NAME variable.
+pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
     let Some((command, rest)) = args.split_first() else {
         return Err(usage_error("no command given"));
     };
     let allowed: &[&str] = match command.as_str() {
         "install" => &["--from", "--to", "--plugins", "--replace-foreign"],
         "uninstall" | "probe" => &["--to", "--plugins"],
+        "run" => &[
+            "--from",
+            "--to",
+            "--plugins",
+            "--replace-foreign",
+            "--mark",
+            "--ovsdb",
+            "--interval",
+        ],
         "help" | "--help" | "-h" => return Ok(Command::Help),
         other => return Err(usage_error(&format!("unknown command {other:?}"))),
     };
@@ -67,18 +108,26 @@ pub fn parse(args: &[String]) -> Result<Command> {
     let flags = parse_flags(command, rest, allowed)?;
     let to = PathBuf::from(flags.to.as_deref().unwrap_or(DEFAULT_TO));
     let plugins = flags.plugins.as_deref().map(parse_plugins).transpose()?;
+    let install = || install::Options {
+        from: PathBuf::from(flags.from.as_deref().unwrap_or(DEFAULT_FROM)),
+        to: to.clone(),
+        plugins: plugins.clone(),
+        replace_foreign: flags.replace_foreign,
+    };
     Ok(match command.as_str() {
-        "install" => Command::Install(install::Options {
-            from: PathBuf::from(flags.from.as_deref().unwrap_or(DEFAULT_FROM)),
-            to,
-            plugins,
-            replace_foreign: flags.replace_foreign,
-        }),
+        "install" => Command::Install(install()),
         "uninstall" => Command::Uninstall(uninstall::Options {
             to: to.clone(),
             plugins: plugins.clone(),
         }),
-        _ => Command::Probe(probe::Options { to, plugins }),
+        "probe" => Command::Probe(probe::Options {
+            to: to.clone(),
+            plugins: plugins.clone(),
+        }),
+        _ => Command::Run(RunOptions {
+            install: install(),
+            mark: mark_options(&flags, node_name)?,
+        }),
     })
 }
 
@@ -117,13 +166,53 @@ fn parse_flags(command: &str, args: &[String], allowed: &[&str]) -> Result<Flags
         let slot = match name {
             "--from" => &mut flags.from,
             "--to" => &mut flags.to,
-            _ => &mut flags.plugins,
+            "--plugins" => &mut flags.plugins,
+            "--mark" => &mut flags.mark,
+            "--ovsdb" => &mut flags.ovsdb,
+            _ => &mut flags.interval,
         };
         if slot.replace(value).is_some() {
             return Err(usage_error(&format!("{name} given twice")));
         }
     }
     Ok(flags)
+}
+
+fn mark_options(flags: &Flags, node_name: Option<&str>) -> Result<Option<MarkOptions>> {
+    let Some(mark) = flags.mark.as_deref() else {
+        if flags.ovsdb.is_some() || flags.interval.is_some() {
+            return Err(usage_error("--ovsdb and --interval need --mark"));
+        }
+        return Ok(None);
+    };
+    let mark = Mark::parse(mark).ok_or_else(|| {
+        usage_error(&format!(
+            "--mark {mark:?}: expected {} or {}",
+            Mark::LinuxBridge.as_str(),
+            Mark::Ovs.as_str()
+        ))
+    })?;
+    if mark != Mark::Ovs && flags.ovsdb.is_some() {
+        return Err(usage_error("--ovsdb is for --mark ovs"));
+    }
+    let interval = match flags.interval.as_deref() {
+        Some(s) => parse_duration(s)?,
+        None => DEFAULT_INTERVAL,
+    };
+    let node_name = node_name.filter(|n| !n.is_empty()).ok_or_else(|| {
+        Error::new(format!(
+            "--mark needs the node's name in {NODE_NAME_ENV} (env valueFrom fieldRef spec.nodeName)"
+        ))
+    })?;
+    Ok(Some(MarkOptions {
+        mark,
+        ovsdb: flags
+            .ovsdb
+            .clone()
+            .unwrap_or_else(|| DEFAULT_OVSDB.to_string()),
+        interval,
+        node_name: node_name.to_string(),
+    }))
 }
 
 /// `a,b,c`: no empty names, no repeats.
@@ -140,6 +229,29 @@ fn parse_plugins(s: &str) -> Result<Vec<String>> {
         names.push(name.to_string());
     }
     Ok(names)
+}
+
+/// `500ms`, `30s`, `5m`, `1h`, or a number of seconds; more than zero.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let bad = || {
+        usage_error(&format!(
+            "--interval {s:?}: expected e.g. 500ms, 30s, 5m, 1h"
+        ))
+    };
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let d = match unit {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+        "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+        _ => return Err(bad()),
+    };
+    if d.is_zero() {
+        return Err(bad());
+    }
+    Ok(d)
 }
 
 fn usage_error(what: &str) -> Error {
@@ -161,9 +273,10 @@ mod tests {
     #[test]
     fn the_commands_the_operator_renders_parse() {
         assert_eq!(
-            parse(&args(
-                "install --from /plugins --to /host/opt/cni/bin --plugins bridge,tuning --replace-foreign"
-            ))
+            parse(
+                &args("install --from /plugins --to /host/opt/cni/bin --plugins bridge,tuning --replace-foreign"),
+                None
+            )
             .expect("install"),
             Command::Install(install::Options {
                 from: "/plugins".into(),
@@ -173,38 +286,98 @@ mod tests {
             })
         );
         assert_eq!(
-            parse(&args("uninstall --to=/host/opt/cni/bin")).expect("uninstall"),
+            parse(&args("uninstall --to=/host/opt/cni/bin"), None).expect("uninstall"),
             Command::Uninstall(uninstall::Options {
                 to: "/host/opt/cni/bin".into(),
                 plugins: None,
             })
         );
         assert_eq!(
-            parse(&args("probe --to /x --plugins bridge,tuning")).expect("probe"),
+            parse(&args("probe --to /x --plugins bridge,tuning"), None).expect("probe"),
             Command::Probe(probe::Options {
                 to: "/x".into(),
                 plugins: plugins(&["bridge", "tuning"]),
             })
         );
-        assert_eq!(parse(&args("install --help")).ok(), Some(Command::Help));
+        let run = parse(
+            &args("run --from /plugins --to /host/opt/cni/bin --plugins ovs --mark ovs --ovsdb unix:/host/var/run/openvswitch/db.sock --interval 30s"),
+            Some("node-1"),
+        )
+        .expect("run");
+        assert_eq!(
+            run,
+            Command::Run(RunOptions {
+                install: install::Options {
+                    from: "/plugins".into(),
+                    to: "/host/opt/cni/bin".into(),
+                    plugins: plugins(&["ovs"]),
+                    replace_foreign: false,
+                },
+                mark: Some(MarkOptions {
+                    mark: Mark::Ovs,
+                    ovsdb: DEFAULT_OVSDB.to_string(),
+                    interval: Duration::from_secs(30),
+                    node_name: "node-1".to_string(),
+                }),
+            })
+        );
+        let Command::Run(plain) = parse(&args("run"), None).expect("run without mark") else {
+            panic!("not run");
+        };
+        assert_eq!(plain.mark, None);
+        assert_eq!(plain.install.from, PathBuf::from(DEFAULT_FROM));
+        assert_eq!(plain.install.to, PathBuf::from(DEFAULT_TO));
+        assert_eq!(
+            parse(&args("install --help"), None).ok(),
+            Some(Command::Help)
+        );
     }
 
     #[test]
     fn mistakes_are_named() {
-        for (line, says) in [
-            ("", "no command"),
-            ("copy", "unknown command"),
-            ("probe --from /plugins", "probe does not take --from"),
-            ("install --to", "--to needs a value"),
-            ("install --to /a --to /b", "--to given twice"),
-            ("install --plugins bridge,,tuning", "an empty name"),
-            ("install --plugins bridge,bridge", "bridge twice"),
-            ("install --plugins ../x", "invalid plugin name"),
-            ("install --replace-foreign=yes", "takes no value"),
-            ("install stray", "unexpected argument"),
+        for (line, node, says) in [
+            ("", None, "no command"),
+            ("copy", None, "unknown command"),
+            ("probe --from /plugins", None, "probe does not take --from"),
+            ("install --to", None, "--to needs a value"),
+            ("install --to /a --to /b", None, "--to given twice"),
+            ("install --plugins bridge,,tuning", None, "an empty name"),
+            ("install --plugins bridge,bridge", None, "bridge twice"),
+            ("install --plugins ../x", None, "invalid plugin name"),
+            ("install --replace-foreign=yes", None, "takes no value"),
+            ("install stray", None, "unexpected argument"),
+            (
+                "run --mark bridge",
+                Some("n"),
+                "expected linux-bridge or ovs",
+            ),
+            ("run --mark linux-bridge", None, "NODE_NAME"),
+            ("run --mark linux-bridge", Some(""), "NODE_NAME"),
+            ("run --interval 5s", Some("n"), "need --mark"),
+            (
+                "run --mark linux-bridge --ovsdb unix:/x",
+                Some("n"),
+                "--ovsdb is for --mark ovs",
+            ),
+            ("run --mark ovs --interval 0s", Some("n"), "--interval"),
         ] {
-            let err = parse(&args(line)).expect_err(line);
+            let err = parse(&args(line), node).expect_err(line);
             assert!(err.msg().contains(says), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            parse_duration("500ms").ok(),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(parse_duration("30s").ok(), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("30").ok(), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m").ok(), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h").ok(), Some(Duration::from_secs(3600)));
+        for bad in ["", "s", "1.5s", "-1s", "10d", "0", "0ms"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

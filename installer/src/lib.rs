@@ -1,15 +1,19 @@
 //! The DaemonSet side of the plugins: `cni-installer` puts the binaries on the node without
 //! ever exposing a half-written or missing file, never overwrites files it did not install,
-//! and reports readiness.
+//! reports readiness, and (optionally) publishes the node's bridges as extended resources.
 
 pub mod atomic;
+pub mod bridges;
 pub mod cli;
 pub mod digest;
 pub mod error;
 pub mod install;
 pub mod lock;
+pub mod marker;
+pub mod node;
 pub mod probe;
 pub mod record;
+pub mod run;
 pub mod uninstall;
 pub mod verify;
 

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use cni_installer::cli::{self, Command};
+use cni_installer::cli::{self, Command, NODE_NAME_ENV};
 use cni_installer::uninstall::Action;
-use cni_installer::{install, print_install_report, probe, uninstall, Result};
+use cni_installer::{install, print_install_report, probe, run, uninstall, Result};
 
 fn log(line: &str) {
     eprintln!("cni-installer: {line}");
@@ -12,7 +12,8 @@ fn log(line: &str) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match cli::parse(&args).and_then(execute) {
+    let node_name = std::env::var(NODE_NAME_ENV).ok();
+    match cli::parse(&args, node_name.as_deref()).and_then(execute) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             log(&format!("error: {e}"));
@@ -51,6 +52,7 @@ fn execute(command: Command) -> Result<()> {
         Command::Probe(opts) => {
             probe::probe(&opts)?;
         }
+        Command::Run(opts) => run::run(&opts, &log)?,
     }
     Ok(())
 }

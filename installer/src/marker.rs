@@ -1,0 +1,295 @@
+//! What the node publishes about its bridges, as kubevirt's bridge-marker and ovs-cni's marker
+//! do: every Linux bridge as `bridge.network.kubevirt.io/<name>`, every Open vSwitch bridge as
+//! `ovs-cni.network.kubevirt.io/<name>`, an extended resource of 1000 ("1k": the API has no
+//! unlimited quantity) in the Node's `status.capacity`. The kubelet copies capacity into
+//! `status.allocatable` (and drops what left capacity) on its next status update. No bridge is
+//! skipped, except names that cannot be a resource name (the API server would refuse the
+//! whole patch for one of them). Only keys under our prefix are ever touched, and a key
+//! already present is left with its value: an administrator may have lowered it.
+//!
+//! The computation is pure: desired bridges + the node's current capacity -> a JSON merge
+//! patch, where null removes a key.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+/// Which bridges a node agent marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    LinuxBridge,
+    Ovs,
+}
+
+/// Each bridge's quantity: 1000 attachments, which the API server writes as "1k".
+pub const QUANTITY: &str = "1k";
+
+impl Mark {
+    pub fn parse(s: &str) -> Option<Mark> {
+        match s {
+            "linux-bridge" => Some(Mark::LinuxBridge),
+            "ovs" => Some(Mark::Ovs),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mark::LinuxBridge => "linux-bridge",
+            Mark::Ovs => "ovs",
+        }
+    }
+
+    /// The resource prefix (before the `/`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Mark::LinuxBridge => "bridge.network.kubevirt.io",
+            Mark::Ovs => "ovs-cni.network.kubevirt.io",
+        }
+    }
+
+    /// `<prefix>/<bridge>`.
+    pub fn resource(self, bridge: &str) -> String {
+        format!("{}/{bridge}", self.prefix())
+    }
+}
+
+/// Whether `name` can follow the prefix: a qualified name's name part (at most 63 characters,
+/// alphanumeric at both ends, `-`, `_`, `.` inside).
+pub fn valid_resource_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    name.len() <= 63
+        && first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The change to publish.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Bridges to add, then bridges to remove, sorted.
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Bridges whose name cannot be a resource name.
+    pub skipped: Vec<String>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+
+    /// The JSON merge patch for the node's status; None when nothing changes.
+    pub fn patch(&self, mark: Mark) -> Option<Value> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut capacity = Map::new();
+        for bridge in &self.added {
+            capacity.insert(mark.resource(bridge), Value::from(QUANTITY));
+        }
+        for bridge in &self.removed {
+            capacity.insert(mark.resource(bridge), Value::Null);
+        }
+        Some(serde_json::json!({ "status": { "capacity": capacity } }))
+    }
+}
+
+/// Compares the bridges that exist with what the node's capacity lists under `mark`'s prefix.
+pub fn plan(mark: Mark, bridges: &BTreeSet<String>, capacity: &BTreeMap<String, String>) -> Plan {
+    let prefix = format!("{}/", mark.prefix());
+    let reported: BTreeSet<&str> = capacity
+        .keys()
+        .filter_map(|k| k.strip_prefix(&prefix))
+        .collect();
+    let (valid, skipped): (Vec<&String>, Vec<&String>) =
+        bridges.iter().partition(|b| valid_resource_name(b));
+    let valid: BTreeSet<&str> = valid.into_iter().map(String::as_str).collect();
+    Plan {
+        added: valid.difference(&reported).map(|s| s.to_string()).collect(),
+        removed: reported.difference(&valid).map(|s| s.to_string()).collect(),
+        skipped: skipped.into_iter().cloned().collect(),
+    }
+}
+
+/// When to ask the API server: the node is read only when the bridges changed since the last
+/// successful round, or when `resync` has passed (to undo changes made by someone else), as
+/// the upstream markers do to keep the load on the API server low.
+#[derive(Debug, Clone)]
+pub struct Published {
+    last: Option<(BTreeSet<String>, Instant)>,
+    resync: Duration,
+}
+
+impl Published {
+    pub fn new(resync: Duration) -> Published {
+        Published { last: None, resync }
+    }
+
+    pub fn needs_sync(&self, bridges: &BTreeSet<String>, now: Instant) -> bool {
+        match &self.last {
+            None => true,
+            Some((last, at)) => {
+                last != bridges || now.saturating_duration_since(*at) >= self.resync
+            }
+        }
+    }
+
+    pub fn synced(&mut self, bridges: BTreeSet<String>, now: Instant) {
+        self.last = Some((bridges, now));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn capacity(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// (mark, bridges on the node, node capacity, expected patch)
+    type Case = (
+        Mark,
+        BTreeSet<String>,
+        BTreeMap<String, String>,
+        Option<Value>,
+    );
+
+    #[test]
+    fn patches_add_new_bridges_and_remove_vanished_ones_only_under_our_prefix() {
+        let base = [("cpu", "2"), ("memory", "4Gi"), ("pods", "110")];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut c = capacity(&base);
+            c.extend(capacity(extra));
+            c
+        };
+        let table: Vec<Case> = vec![
+            // Nothing there, nothing published.
+            (Mark::LinuxBridge, set(&[]), with(&[]), None),
+            // New bridges are added with 1k.
+            (
+                Mark::LinuxBridge,
+                set(&["br0", "br1"]),
+                with(&[]),
+                Some(json!({"status": {"capacity": {
+                    "bridge.network.kubevirt.io/br0": "1k",
+                    "bridge.network.kubevirt.io/br1": "1k"}}})),
+            ),
+            // Already published (whatever the value): no patch at all.
+            (
+                Mark::LinuxBridge,
+                set(&["br0", "br1"]),
+                with(&[
+                    ("bridge.network.kubevirt.io/br0", "1k"),
+                    ("bridge.network.kubevirt.io/br1", "10"),
+                ]),
+                None,
+            ),
+            // A vanished bridge is removed with null, a new one added, in one patch.
+            (
+                Mark::LinuxBridge,
+                set(&["br1", "br2"]),
+                with(&[
+                    ("bridge.network.kubevirt.io/br0", "1k"),
+                    ("bridge.network.kubevirt.io/br1", "1k"),
+                ]),
+                Some(json!({"status": {"capacity": {
+                    "bridge.network.kubevirt.io/br0": null,
+                    "bridge.network.kubevirt.io/br2": "1k"}}})),
+            ),
+            // The other marker's keys, and other extended resources, are never touched.
+            (
+                Mark::Ovs,
+                set(&["br-ex"]),
+                with(&[
+                    ("bridge.network.kubevirt.io/br0", "1k"),
+                    ("devices.kubevirt.io/kvm", "1k"),
+                    ("ovs-cni.network.kubevirt.io/br-old", "1k"),
+                ]),
+                Some(json!({"status": {"capacity": {
+                    "ovs-cni.network.kubevirt.io/br-ex": "1k",
+                    "ovs-cni.network.kubevirt.io/br-old": null}}})),
+            ),
+            (
+                Mark::LinuxBridge,
+                set(&[]),
+                with(&[
+                    ("bridge.network.kubevirt.io/br0", "1k"),
+                    ("ovs-cni.network.kubevirt.io/br0", "1k"),
+                ]),
+                Some(json!({"status": {"capacity": {
+                    "bridge.network.kubevirt.io/br0": null}}})),
+            ),
+            // A name that cannot be a resource name is skipped, not sent.
+            (
+                Mark::Ovs,
+                set(&["br+x", "br1"]),
+                with(&[]),
+                Some(json!({"status": {"capacity": {
+                    "ovs-cni.network.kubevirt.io/br1": "1k"}}})),
+            ),
+            // A key that merely starts like ours is not ours.
+            (
+                Mark::LinuxBridge,
+                set(&[]),
+                with(&[("bridge.network.kubevirt.io.example/br0", "1")]),
+                None,
+            ),
+        ];
+        for (mark, bridges, capacity, want) in table {
+            let got = plan(mark, &bridges, &capacity).patch(mark);
+            assert_eq!(got, want, "{mark:?} {bridges:?} {capacity:?}");
+        }
+    }
+
+    #[test]
+    fn skipped_names_are_reported() {
+        let p = plan(Mark::Ovs, &set(&["-bad", "ok"]), &BTreeMap::new());
+        assert_eq!(p.added, ["ok"]);
+        assert_eq!(p.skipped, ["-bad"]);
+    }
+
+    #[test]
+    fn resource_names() {
+        for ok in ["br0", "br-ex", "a", "virbr0", "br_1.2", &"b".repeat(63)] {
+            assert!(valid_resource_name(ok), "{ok}");
+        }
+        for bad in ["", "-br", "br-", "br+x", "br@1", "br/1", &"b".repeat(64)] {
+            assert!(!valid_resource_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_node_is_read_again_only_on_change_or_resync() {
+        let t0 = Instant::now();
+        let mut p = Published::new(Duration::from_secs(600));
+        assert!(p.needs_sync(&set(&[]), t0));
+        p.synced(set(&["br0"]), t0);
+        assert!(!p.needs_sync(&set(&["br0"]), t0 + Duration::from_secs(60)));
+        assert!(p.needs_sync(&set(&["br0", "br1"]), t0 + Duration::from_secs(60)));
+        assert!(p.needs_sync(&set(&["br0"]), t0 + Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn marks_parse() {
+        assert_eq!(Mark::parse("linux-bridge"), Some(Mark::LinuxBridge));
+        assert_eq!(Mark::parse("ovs"), Some(Mark::Ovs));
+        assert_eq!(Mark::parse("bridge"), None);
+        assert_eq!(Mark::Ovs.resource("br1"), "ovs-cni.network.kubevirt.io/br1");
+    }
+}

@@ -1,0 +1,340 @@
+//! `cni-installer run` end to end: it installs, stays up, publishes the Linux bridges of its
+//! network namespace on a Node held by a small fake API server (in the same throwaway
+//! namespace, reached through a kubeconfig), follows bridges coming and going, and exits 0 on
+//! SIGTERM.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cni_common::netlink::Netlink;
+use cni_common::netns::NetNs;
+use common::*;
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+fn new_netns() -> NetNs {
+    thread::spawn(|| {
+        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
+        NetNs::current().expect("open the new netns")
+    })
+    .join()
+    .expect("unshare thread")
+}
+
+/// The Node `node-1` as the fake API server holds it, and every PATCH body it received.
+#[derive(Default)]
+struct Cluster {
+    capacity: BTreeMap<String, String>,
+    patches: Vec<(String, Value)>,
+}
+
+/// Serves GET and PATCH of /api/v1/nodes/node-1/status on 127.0.0.1 inside `ns`; its port. A
+/// socket stays in the namespace it was created in, whichever thread accepts on it.
+fn fake_api_server(ns: &NetNs, cluster: Arc<Mutex<Cluster>>) -> u16 {
+    let listener = ns
+        .run(|| {
+            TcpListener::bind("127.0.0.1:0").map_err(|e| cni_common::Error::system(e.to_string()))
+        })
+        .expect("listen in the test netns");
+    let port = listener.local_addr().expect("addr").port();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { break };
+            let cluster = cluster.clone();
+            thread::spawn(move || serve(conn, &cluster));
+        }
+    });
+    port
+}
+
+/// HTTP/1.1 with keep-alive, one request at a time.
+fn serve(conn: TcpStream, cluster: &Mutex<Cluster>) {
+    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+    let mut conn = conn;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let (method, path) = (
+            parts.next().unwrap_or_default().to_string(),
+            parts.next().unwrap_or_default().to_string(),
+        );
+        let (mut length, mut content_type) = (0usize, String::new());
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.trim().parse().unwrap_or(0),
+                    "content-type" => content_type = value.trim().to_string(),
+                    _ => {}
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let path = path.split('?').next().unwrap_or_default().to_string();
+        let (status, answer) = {
+            let mut cluster = cluster.lock().expect("cluster");
+            match (method.as_str(), path.as_str()) {
+                ("GET", "/api/v1/nodes/node-1/status") => (200, node(&cluster.capacity)),
+                ("PATCH", "/api/v1/nodes/node-1/status") => {
+                    let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    if let Some(changes) = patch["status"]["capacity"].as_object() {
+                        for (key, value) in changes {
+                            match value.as_str() {
+                                Some(q) => cluster.capacity.insert(key.clone(), q.to_string()),
+                                None => cluster.capacity.remove(key),
+                            };
+                        }
+                    }
+                    cluster.patches.push((content_type.clone(), patch));
+                    (200, node(&cluster.capacity))
+                }
+                _ => (
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}),
+                ),
+            }
+        };
+        let body = answer.to_string();
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if conn.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn node(capacity: &BTreeMap<String, String>) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "status": {"capacity": capacity}
+    })
+}
+
+/// Waits until `cond` holds on the cluster, or fails after a while.
+fn wait_for(cluster: &Mutex<Cluster>, what: &str, cond: impl Fn(&Cluster) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if cond(&cluster.lock().expect("cluster")) {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let c = cluster.lock().expect("cluster");
+    panic!("{what}: capacity {:?}, patches {:?}", c.capacity, c.patches);
+}
+
+fn bridge_keys(c: &Cluster) -> Vec<String> {
+    c.capacity
+        .keys()
+        .filter(|k| k.starts_with("bridge.network.kubevirt.io/"))
+        .cloned()
+        .collect()
+}
+
+/// Stops a child we started, by its pid.
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("cni-installer run did not stop on SIGTERM");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
+    let t = TestDir::new("run");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    write_plugin(&src, "bridge", b'b', 10);
+
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    nl.link_set_up_by_name("lo").expect("lo up");
+    for name in ["br0", "br1"] {
+        nl.link_add_bridge(name, None, false).expect("bridge");
+    }
+    let cluster = Arc::new(Mutex::new(Cluster::default()));
+    {
+        let mut c = cluster.lock().expect("cluster");
+        c.capacity.insert("cpu".to_string(), "2".to_string());
+        c.capacity.insert(
+            "bridge.network.kubevirt.io/gone".to_string(),
+            "1k".to_string(),
+        );
+        c.capacity.insert(
+            "ovs-cni.network.kubevirt.io/br-ex".to_string(),
+            "1k".to_string(),
+        );
+    }
+    let port = fake_api_server(&ns, cluster.clone());
+    let kubeconfig = t.path().join("kubeconfig");
+    fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n\
+             current-context: fake\nusers:\n- name: fake\n  user: {{}}\n"
+        ),
+    )
+    .expect("kubeconfig");
+
+    let mut child = Command::new("/usr/bin/nsenter")
+        .arg(format!(
+            "--net=/proc/{}/fd/{}",
+            std::process::id(),
+            ns.as_raw_fd()
+        ))
+        .arg(installer())
+        .args(["run", "--from", &s, "--to", &d, "--plugins", "bridge"])
+        .args(["--mark", "linux-bridge", "--interval", "100ms"])
+        .env_clear()
+        .env("NODE_NAME", "node-1")
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cni-installer run");
+
+    wait_for(&cluster, "br0 and br1 published, gone withdrawn", |c| {
+        bridge_keys(c)
+            == [
+                "bridge.network.kubevirt.io/br0",
+                "bridge.network.kubevirt.io/br1",
+            ]
+    });
+    // Installed before it marked anything, and ready.
+    run_ok(&["probe", "--to", &d, "--plugins", "bridge"]);
+    {
+        let c = cluster.lock().expect("cluster");
+        assert_eq!(
+            c.patches.len(),
+            1,
+            "one patch for all of it: {:?}",
+            c.patches
+        );
+        let (content_type, patch) = &c.patches[0];
+        assert_eq!(content_type, "application/merge-patch+json");
+        assert_eq!(
+            patch,
+            &json!({"status": {"capacity": {
+                "bridge.network.kubevirt.io/br0": "1k",
+                "bridge.network.kubevirt.io/br1": "1k",
+                "bridge.network.kubevirt.io/gone": null}}})
+        );
+        assert_eq!(c.capacity["ovs-cni.network.kubevirt.io/br-ex"], "1k");
+        assert_eq!(c.capacity["cpu"], "2");
+    }
+
+    let br0 = nl.link_show("br0").expect("show").expect("br0");
+    nl.link_del(br0.index).expect("del br0");
+    nl.link_add_bridge("br2", None, false).expect("br2");
+    wait_for(&cluster, "br0 withdrawn, br2 published", |c| {
+        bridge_keys(c)
+            == [
+                "bridge.network.kubevirt.io/br1",
+                "bridge.network.kubevirt.io/br2",
+            ]
+    });
+    // Quiet rounds send nothing.
+    let patches = cluster.lock().expect("cluster").patches.len();
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(cluster.lock().expect("cluster").patches.len(), patches);
+
+    let status = terminate(&mut child);
+    let mut log = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut log);
+    }
+    assert!(status.success(), "exit on SIGTERM: {status}: {log}");
+    assert!(log.contains("bridge: installed"), "{log}");
+    assert!(
+        log.contains("published bridge.network.kubevirt.io/br2"),
+        "{log}"
+    );
+    assert!(
+        log.contains("withdrew bridge.network.kubevirt.io/br0"),
+        "{log}"
+    );
+    assert!(log.contains("stopping"), "{log}");
+}
+
+#[test]
+fn run_without_mark_waits_and_a_failed_install_exits_non_zero() {
+    let t = TestDir::new("run-plain");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    write_plugin(&src, "tuning", b't', 10);
+    let mut child = Command::new(installer())
+        .args(["run", "--from", &s, "--to", &d, "--plugins", "tuning"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cni-installer run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while run(&["probe", "--to", &d, "--plugins", "tuning"])
+        .status
+        .code()
+        != Some(0)
+    {
+        assert!(Instant::now() < deadline, "never became ready");
+        thread::sleep(Duration::from_millis(20));
+    }
+    thread::sleep(Duration::from_millis(200));
+    assert!(child.try_wait().expect("wait").is_none(), "run stays up");
+    assert!(terminate(&mut child).success());
+
+    // A foreign file: the install fails, and so does run, at once.
+    fs::write(dst.join("bridge"), b"vendor").expect("foreign");
+    write_plugin(&src, "bridge", b'b', 10);
+    let err = run_err(&["run", "--from", &s, "--to", &d, "--plugins", "bridge"]);
+    assert!(err.contains("--replace-foreign"), "{err}");
+    // --mark without the node's name fails before anything is installed.
+    let err = run_err(&[
+        "run",
+        "--from",
+        &s,
+        "--to",
+        &d,
+        "--plugins",
+        "tuning,bridge",
+        "--mark",
+        "linux-bridge",
+    ]);
+    assert!(err.contains("NODE_NAME"), "{err}");
+}
