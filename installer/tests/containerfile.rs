@@ -75,6 +75,7 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
     );
     let mut copied_plugins = BTreeSet::new();
     let mut copied_installer = false;
+    let mut copied_operator = false;
     for (_, args) in ins.iter().filter(|(op, _)| op == "COPY") {
         let (dest, sources) = args.split_last().expect("COPY <src>... <dest>");
         for src in sources {
@@ -100,12 +101,20 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
                     "and checked static"
                 );
                 copied_installer = true;
+            } else if src == "target/operator/network-addons-operator" {
+                assert_eq!(dest, "/network-addons-operator");
+                assert!(
+                    script.contains("check_static target/operator/network-addons-operator"),
+                    "built by scripts/build-plugins and checked static"
+                );
+                copied_operator = true;
             } else {
                 panic!("COPY {src}: not something scripts/build-plugins produces");
             }
         }
     }
     assert!(copied_installer, "the image holds /cni-installer");
+    assert!(copied_operator, "the image holds /network-addons-operator");
     assert_eq!(
         copied_plugins, plugins,
         "the image holds every plugin, and only those"

@@ -1,0 +1,93 @@
+#![allow(clippy::unwrap_used)]
+//! The operator and the image agree: every command the operator renders for our image is one
+//! the installer in that image accepts, at a path the Containerfile puts there.
+
+use std::path::Path;
+
+use network_addons_operator::defaults::fill_defaults;
+use network_addons_operator::manifests::deploy_files;
+use network_addons_operator::render::render;
+use network_addons_operator::settings::Settings;
+use network_addons_operator::spec::NetworkAddonsConfig;
+use serde_json::Value;
+
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)).unwrap()
+}
+
+/// (command, args) of every container and init container of `object` using `image`.
+fn commands_of(object: &Value, image: &str) -> Vec<Vec<String>> {
+    let pod = &object["spec"]["template"]["spec"];
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| pod[*k].as_array())
+        .flatten()
+        .filter(|c| c["image"] == image)
+        .map(|c| serde_json::from_value(c["command"].clone()).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_installer_command_rendered_parses_with_the_installer() {
+    let settings = Settings::defaults();
+    let cr: NetworkAddonsConfig =
+        serde_yaml::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
+    let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
+    let mut checked = 0;
+    for r in render(&applied, &settings).unwrap() {
+        for command in commands_of(&r.object, &settings.plugins_image) {
+            assert_eq!(command[0], "/cni-installer", "{command:?}");
+            cni_installer::cli::parse(&command[1..], Some("node-1"))
+                .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+            checked += 1;
+        }
+    }
+    // linuxBridge, ovs: install + run; macvtap: install.
+    assert_eq!(checked, 5);
+}
+
+#[test]
+fn every_readiness_probe_rendered_parses_with_the_installer() {
+    let settings = Settings::defaults();
+    let cr: NetworkAddonsConfig =
+        serde_yaml::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
+    let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
+    let mut probes = 0;
+    for r in render(&applied, &settings).unwrap() {
+        let pod = &r.object["spec"]["template"]["spec"];
+        for c in pod["containers"].as_array().into_iter().flatten() {
+            if let Some(cmd) = c["readinessProbe"]["exec"]["command"].as_array() {
+                let words: Vec<String> = serde_json::from_value(Value::Array(cmd.clone())).unwrap();
+                assert_eq!(words[0], "/cni-installer");
+                cni_installer::cli::parse(&words[1..], Some("node-1"))
+                    .unwrap_or_else(|e| panic!("{words:?}: {e}"));
+                probes += 1;
+            }
+        }
+    }
+    assert_eq!(
+        probes, 2,
+        "linuxBridge and ovs report readiness through the probe"
+    );
+}
+
+#[test]
+fn the_operator_deployment_runs_the_binary_the_containerfile_copies() {
+    let containerfile = repo_file("Containerfile");
+    let files = deploy_files(&Settings::defaults()).unwrap();
+    let (_, operator) = files.iter().find(|(n, _)| *n == "operator.yaml").unwrap();
+    let deployment: Value = operator
+        .split("---\n")
+        .map(|d| serde_yaml::from_str::<Value>(d).unwrap())
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], Settings::defaults().plugins_image);
+    let binary = container["command"][0].as_str().unwrap();
+    assert!(
+        containerfile
+            .lines()
+            .any(|l| l.starts_with("COPY ") && l.ends_with(&format!(" {binary}"))),
+        "the Containerfile copies {binary}"
+    );
+}
