@@ -15,9 +15,12 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::Serialize;
 
+use crate::defaults::fill_defaults;
 use crate::error::{Context, Result};
 use crate::labels;
+use crate::render::{render, RENDERED_KINDS};
 use crate::settings::Settings;
+use crate::spec::NetworkAddonsConfigSpec;
 
 pub const OPERATOR_NAME: &str = "network-addons-operator";
 
@@ -43,7 +46,7 @@ pub fn deploy_files(settings: &Settings) -> Result<Vec<(&'static str, String)>> 
     let ns = to_yaml(&namespace(settings))?;
     let operator = [
         to_yaml(&service_account(settings))?,
-        to_yaml(&cluster_role())?,
+        to_yaml(&cluster_role(settings)?)?,
         to_yaml(&cluster_role_binding(settings))?,
         to_yaml(&deployment(settings))?,
     ]
@@ -113,70 +116,74 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
     }
 }
 
-/// What the operator needs: its own resource, and full control of the kinds it renders. It
-/// creates ClusterRoles for the components, hence `bind` and `escalate` on RBAC.
-fn cluster_role() -> ClusterRole {
+/// What the operator needs: its own resource, full control of the kinds it renders, and every
+/// permission the ClusterRoles it renders grant. Holding those is what lets it create them
+/// without `escalate` or `bind`, which would amount to cluster-admin.
+fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
     let manage = [
         "get", "list", "watch", "create", "update", "patch", "delete",
     ];
-    ClusterRole {
-        metadata: meta(OPERATOR_NAME, None),
-        rules: Some(vec![
-            rule(
-                &[crate::spec::GROUP],
-                &["networkaddonsconfigs"],
-                &["get", "list", "watch", "update", "patch"],
-            ),
-            rule(
-                &[crate::spec::GROUP],
-                &["networkaddonsconfigs/status"],
-                &["get", "update", "patch"],
-            ),
-            rule(
-                &[""],
-                &[
-                    "namespaces",
-                    "serviceaccounts",
-                    "configmaps",
-                    "services",
-                    "secrets",
-                ],
-                &manage,
-            ),
-            rule(&["apps"], &["daemonsets", "deployments"], &manage),
-            rule(
-                &["rbac.authorization.k8s.io"],
-                &[
-                    "clusterroles",
-                    "clusterrolebindings",
-                    "roles",
-                    "rolebindings",
-                ],
-                &[
-                    "get", "list", "watch", "create", "update", "patch", "delete", "bind",
-                    "escalate",
-                ],
-            ),
-            rule(
-                &["admissionregistration.k8s.io"],
-                &["mutatingwebhookconfigurations"],
-                &manage,
-            ),
-            rule(
-                &["apiextensions.k8s.io"],
-                &["customresourcedefinitions"],
-                &manage,
-            ),
-            rule(&["policy"], &["poddisruptionbudgets"], &manage),
-            rule(
-                &["", "events.k8s.io"],
-                &["events"],
-                &["create", "patch", "update"],
-            ),
-            rule(&[""], &["pods", "nodes"], &["get", "list", "watch"]),
-        ]),
-        ..ClusterRole::default()
+    let mut rules = vec![
+        rule(
+            &[crate::spec::GROUP],
+            &["networkaddonsconfigs"],
+            &["get", "list", "watch"],
+        ),
+        rule(
+            &[crate::spec::GROUP],
+            &["networkaddonsconfigs/status"],
+            &["get", "update", "patch"],
+        ),
+        // Owner references with blockOwnerDeletion need this where the
+        // OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift).
+        rule(
+            &[crate::spec::GROUP],
+            &["networkaddonsconfigs/finalizers"],
+            &["update"],
+        ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for kind in RENDERED_KINDS {
+        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        groups.entry(group).or_default().push(kind.plural);
     }
+    for (group, plurals) in &groups {
+        rules.push(rule(&[group], plurals, &manage));
+    }
+    for r in render(&every_component(), settings)? {
+        if r.object["kind"] == "ClusterRole" {
+            let role: ClusterRole =
+                serde_json::from_value(r.object).context("read a rendered ClusterRole")?;
+            for granted in role.rules.unwrap_or_default() {
+                if !rules.contains(&granted) {
+                    rules.push(granted);
+                }
+            }
+        }
+    }
+    Ok(ClusterRole {
+        metadata: meta(OPERATOR_NAME, None),
+        rules: Some(rules),
+        ..ClusterRole::default()
+    })
+}
+
+/// A spec turning on every component this operator deploys.
+fn every_component() -> NetworkAddonsConfigSpec {
+    let all = NetworkAddonsConfigSpec {
+        multus: Some(Default::default()),
+        linux_bridge: Some(Default::default()),
+        kube_mac_pool: Some(Default::default()),
+        ovs: Some(Default::default()),
+        macvtap: Some(Default::default()),
+        ..NetworkAddonsConfigSpec::default()
+    };
+    fill_defaults(&all, None, [0, 0])
 }
 
 fn cluster_role_binding(settings: &Settings) -> ClusterRoleBinding {

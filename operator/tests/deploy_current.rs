@@ -50,3 +50,101 @@ fn the_example_cr_is_valid_and_reconciled() {
     assert_eq!(cr.metadata.name.as_deref(), Some("cluster"));
     assert!(network_addons_operator::validate::validate(&cr.spec).is_empty());
 }
+
+/// The operator's ClusterRole from deploy/operator.yaml.
+fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    let files = deploy_files(&Settings::defaults()).expect("generate");
+    let (_, operator) = files
+        .iter()
+        .find(|(n, _)| *n == "operator.yaml")
+        .expect("operator.yaml");
+    let role: k8s_openapi::api::rbac::v1::ClusterRole = operator
+        .split("---\n")
+        .map(|d| serde_yaml::from_str::<serde_json::Value>(d).expect("yaml"))
+        .find(|d| d["kind"] == "ClusterRole")
+        .map(|d| serde_json::from_value(d).expect("ClusterRole"))
+        .expect("a ClusterRole");
+    role.rules.expect("rules")
+}
+
+fn allows(
+    rules: &[k8s_openapi::api::rbac::v1::PolicyRule],
+    group: &str,
+    resource: &str,
+    verb: &str,
+) -> bool {
+    let has = |list: &Option<Vec<String>>, x: &str| {
+        list.as_ref()
+            .is_some_and(|l| l.iter().any(|v| v == x || v == "*"))
+    };
+    rules.iter().any(|r| {
+        has(&r.api_groups, group)
+            && has(&r.resources, resource)
+            && r.verbs.iter().any(|v| v == verb || v == "*")
+    })
+}
+
+#[test]
+fn the_operator_holds_every_permission_its_rendered_roles_grant_without_escalate_or_bind() {
+    let rules = operator_rules();
+    assert!(
+        rules
+            .iter()
+            .all(|r| !r.verbs.iter().any(|v| v == "escalate" || v == "bind")),
+        "escalate or bind in {rules:?}"
+    );
+    let spec: network_addons_operator::spec::NetworkAddonsConfigSpec = serde_yaml::from_str(
+        "{multus: {}, linuxBridge: {}, kubeMacPool: {}, ovs: {}, macvtap: {}}",
+    )
+    .expect("spec");
+    let applied = network_addons_operator::defaults::fill_defaults(&spec, None, [0, 0]);
+    let rendered =
+        network_addons_operator::render::render(&applied, &Settings::defaults()).expect("render");
+    let mut checked = 0;
+    for r in rendered
+        .iter()
+        .filter(|r| r.object["kind"] == "ClusterRole")
+    {
+        let role: k8s_openapi::api::rbac::v1::ClusterRole =
+            serde_json::from_value(r.object.clone()).expect("ClusterRole");
+        for granted in role.rules.unwrap_or_default() {
+            for g in granted.api_groups.iter().flatten() {
+                for res in granted.resources.iter().flatten() {
+                    for verb in &granted.verbs {
+                        assert!(
+                            allows(&rules, g, res, verb),
+                            "{} grants {verb} on {g}/{res}, which the operator lacks",
+                            role.metadata.name.as_deref().unwrap_or("?")
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} permissions checked");
+}
+
+#[test]
+fn the_operator_may_manage_every_kind_it_renders_and_report_on_its_config() {
+    let rules = operator_rules();
+    for kind in network_addons_operator::render::RENDERED_KINDS {
+        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        for verb in ["get", "list", "watch", "create", "patch", "delete"] {
+            assert!(
+                allows(&rules, group, kind.plural, verb),
+                "{verb} {group}/{}",
+                kind.plural
+            );
+        }
+    }
+    let group = network_addons_operator::spec::GROUP;
+    for (resource, verb) in [
+        ("networkaddonsconfigs", "watch"),
+        ("networkaddonsconfigs/status", "patch"),
+        ("networkaddonsconfigs/finalizers", "update"),
+    ] {
+        assert!(allows(&rules, group, resource, verb), "{verb} {resource}");
+    }
+    assert!(allows(&rules, "events.k8s.io", "events", "create"));
+}
