@@ -1,5 +1,8 @@
-//! The Node object's status, through the API server: read its capacity, patch it. The
-//! DaemonSet's service account needs `get` on `nodes` and `patch` on `nodes/status`.
+//! The Node object's status, through the API server: read its capacity, patch it. The node is
+//! read with a plain GET of the Node (`GET /api/v1/nodes/<name>`, the `get` verb on `nodes`),
+//! not of its status subresource, which RBAC would authorise as `get` on `nodes/status`; it is
+//! changed with a merge patch of the status subresource (`patch` on `nodes/status`). Those two
+//! are all the DaemonSet's service account needs: `get` on `nodes`, `patch` on `nodes/status`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,13 +31,14 @@ impl NodeStatus {
         &self.name
     }
 
-    /// `status.capacity`, quantities as the API server wrote them.
+    /// `status.capacity`, quantities as the API server wrote them. A GET of the Node itself,
+    /// which carries its status too.
     pub async fn capacity(&self) -> Result<BTreeMap<String, String>> {
         let node = self
             .api
-            .get_status(&self.name)
+            .get(&self.name)
             .await
-            .with_context(|| format!("reading the status of node {}", self.name))?;
+            .with_context(|| format!("reading node {}", self.name))?;
         Ok(node
             .status
             .and_then(|s| s.capacity)

@@ -1,5 +1,7 @@
 //! Publishing bridges on the Node against a mock API server: what is requested, with which
-//! patch type and body, and that nothing is patched when nothing changed.
+//! patch type and body, and that nothing is patched when nothing changed. The mock refuses a
+//! GET of the status subresource with 403, as a server enforcing the marker's RBAC (`get` on
+//! `nodes`, `patch` on `nodes/status`) does.
 
 use std::collections::BTreeSet;
 
@@ -21,12 +23,27 @@ fn node_with_capacity(capacity: Value) -> Value {
     })
 }
 
-fn reply(body: &Value) -> Response<Body> {
+fn reply(status: StatusCode, body: &Value) -> Response<Body> {
     Response::builder()
-        .status(StatusCode::OK)
+        .status(status)
         .header("content-type", "application/json")
         .body(Body::from(body.to_string().into_bytes()))
         .expect("response")
+}
+
+/// What an API server answers a service account without `get` on `nodes/status`.
+fn forbidden(path: &str) -> Response<Body> {
+    reply(
+        StatusCode::FORBIDDEN,
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "Forbidden",
+            "message": format!("GET {path}: cannot get resource \"nodes/status\""),
+            "code": 403
+        }),
+    )
 }
 
 /// Answers the next request, which must be `method path`; returns its content type and body.
@@ -37,6 +54,14 @@ async fn expect(
     answer: &Value,
 ) -> (String, Value) {
     let (request, send) = api.next_request().await.expect("a request");
+    let asked = request.uri().path().to_string();
+    if request.method() == Method::GET
+        && asked.starts_with("/api/v1/nodes/")
+        && asked.ends_with("/status")
+    {
+        send.send_response(forbidden(&asked));
+        panic!("GET {asked}: the marker's role has no get on nodes/status");
+    }
     assert_eq!(request.method(), method);
     assert_eq!(request.uri().path(), path);
     let content_type = request
@@ -51,7 +76,7 @@ async fn expect(
     } else {
         serde_json::from_slice(&bytes).expect("json body")
     };
-    send.send_response(reply(answer));
+    send.send_response(reply(StatusCode::OK, answer));
     (content_type, body)
 }
 
@@ -71,7 +96,7 @@ async fn new_and_vanished_bridges_are_one_merge_patch_of_the_status() {
     });
     let server = tokio::spawn(async move {
         let node = node_with_capacity(capacity);
-        expect(&mut api, Method::GET, "/api/v1/nodes/node-1/status", &node).await;
+        expect(&mut api, Method::GET, "/api/v1/nodes/node-1", &node).await;
         let patch = expect(
             &mut api,
             Method::PATCH,
@@ -108,7 +133,7 @@ async fn nothing_is_patched_when_the_node_already_says_it() {
             "ovs-cni.network.kubevirt.io/br-ex": "1k",
             "bridge.network.kubevirt.io/br0": "1k"
         }));
-        expect(&mut api, Method::GET, "/api/v1/nodes/node-1/status", &node).await;
+        expect(&mut api, Method::GET, "/api/v1/nodes/node-1", &node).await;
         api
     });
     let plan = node

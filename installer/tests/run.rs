@@ -32,15 +32,19 @@ fn new_netns() -> NetNs {
     .expect("unshare thread")
 }
 
-/// The Node `node-1` as the fake API server holds it, and every PATCH body it received.
+/// The Node `node-1` as the fake API server holds it, every PATCH body it received, and every
+/// request it refused as RBAC would.
 #[derive(Default)]
 struct Cluster {
     capacity: BTreeMap<String, String>,
     patches: Vec<(String, Value)>,
+    forbidden: Vec<String>,
 }
 
-/// Serves GET and PATCH of /api/v1/nodes/node-1/status on 127.0.0.1 inside `ns`; its port. A
-/// socket stays in the namespace it was created in, whichever thread accepts on it.
+/// Serves GET of /api/v1/nodes/node-1 and PATCH of /api/v1/nodes/node-1/status on 127.0.0.1
+/// inside `ns`; its port. Like a server enforcing the marker's role (`get` on `nodes`, `patch`
+/// on `nodes/status`), it refuses a GET of the status subresource with 403. A socket stays in
+/// the namespace it was created in, whichever thread accepts on it.
 fn fake_api_server(ns: &NetNs, cluster: Arc<Mutex<Cluster>>) -> u16 {
     let listener = ns
         .run(|| {
@@ -98,7 +102,16 @@ fn serve(conn: TcpStream, cluster: &Mutex<Cluster>) {
         let (status, answer) = {
             let mut cluster = cluster.lock().expect("cluster");
             match (method.as_str(), path.as_str()) {
-                ("GET", "/api/v1/nodes/node-1/status") => (200, node(&cluster.capacity)),
+                ("GET", "/api/v1/nodes/node-1") => (200, node(&cluster.capacity)),
+                ("GET", "/api/v1/nodes/node-1/status") => {
+                    cluster.forbidden.push(format!("{method} {path}"));
+                    (
+                        403,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "reason": "Forbidden", "code": 403,
+                               "message": "cannot get resource \"nodes/status\""}),
+                    )
+                }
                 ("PATCH", "/api/v1/nodes/node-1/status") => {
                     let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     if let Some(changes) = patch["status"]["capacity"].as_object() {
@@ -148,7 +161,10 @@ fn wait_for(cluster: &Mutex<Cluster>, what: &str, cond: impl Fn(&Cluster) -> boo
         thread::sleep(Duration::from_millis(20));
     }
     let c = cluster.lock().expect("cluster");
-    panic!("{what}: capacity {:?}, patches {:?}", c.capacity, c.patches);
+    panic!(
+        "{what}: capacity {:?}, patches {:?}, refused {:?}",
+        c.capacity, c.patches, c.forbidden
+    );
 }
 
 fn bridge_keys(c: &Cluster) -> Vec<String> {
@@ -259,6 +275,7 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
         );
         assert_eq!(c.capacity["ovs-cni.network.kubevirt.io/br-ex"], "1k");
         assert_eq!(c.capacity["cpu"], "2");
+        assert!(c.forbidden.is_empty(), "refused: {:?}", c.forbidden);
     }
 
     let br0 = nl.link_show("br0").expect("show").expect("br0");
