@@ -2,10 +2,12 @@
 //!
 //! For each plugin: a destination with the same sha256 is left alone (nothing is written);
 //! otherwise the new binary is written next to it as `.<name>.cni-installer.tmp`, fsynced,
-//! made 0755, run with CNI_COMMAND=VERSION, renamed over the target, and run again from there.
-//! A file we did not install (not in the record, changed since, or a symlink) is "foreign" and
-//! is only replaced with `--replace-foreign`, which keeps it as `.<name>.orig` for uninstall.
-//! Every plugin is inspected before anything is written, so a refusal writes nothing.
+//! made 0755, run with CNI_COMMAND=VERSION, named as pending in the record, renamed over the
+//! target, and run again from there; then the record lists it and no longer as pending.
+//! A file we did not install (its sha256 neither the recorded nor the pending one, or a
+//! symlink) is "foreign" and is only replaced with `--replace-foreign`, which keeps it as
+//! `.<name>.orig` for uninstall. Every plugin is inspected before anything is written, so a
+//! refusal writes nothing.
 
 use std::fs::{self, File};
 use std::io;
@@ -40,7 +42,7 @@ pub enum Action {
     Adopted,
     /// Written where there was no file.
     Installed,
-    /// Our own earlier version (with this sha256) replaced.
+    /// Our own earlier version (with this sha256, recorded or pending) replaced.
     Upgraded { from: String },
     /// Same bytes, but not mode 0755: rewritten.
     ModeRepaired,
@@ -113,14 +115,18 @@ pub enum Decision {
     Impossible(String),
 }
 
-/// The decision for one plugin. `entry` is what the record says we installed there.
+/// The decision for one plugin. `entry` is what the record says we installed there, `pending`
+/// the sha256 of a binary an earlier install was renaming there when it was stopped: a file
+/// with either sha256 is ours.
 pub fn decide(
     existing: &Existing,
     source_sha256: &str,
     entry: Option<&Entry>,
+    pending: Option<&str>,
     replace_foreign: bool,
 ) -> Decision {
     let recorded = entry.map(|e| e.sha256.as_str());
+    let ours = |sha256: &str| recorded == Some(sha256) || pending == Some(sha256);
     let foreign = |why: String| {
         if replace_foreign {
             Decision::Write(Action::ReplacedForeign { kept_as: None })
@@ -141,11 +147,9 @@ pub fn decide(
                 Decision::Keep(Action::Adopted)
             }
         }
-        Existing::Regular { sha256, .. } if recorded == Some(sha256.as_str()) => {
-            Decision::Write(Action::Upgraded {
-                from: sha256.clone(),
-            })
-        }
+        Existing::Regular { sha256, .. } if ours(sha256) => Decision::Write(Action::Upgraded {
+            from: sha256.clone(),
+        }),
         Existing::Regular { sha256, .. } => foreign(match recorded {
             Some(_) => format!("has sha256 {sha256}, changed since cni-installer installed it"),
             None => format!("has sha256 {sha256} and was not installed by cni-installer"),
@@ -276,6 +280,7 @@ pub fn install(opts: &Options) -> Result<Report> {
             &existing,
             &source_sha256,
             record.plugins.get(&name),
+            record.pending.get(&name).map(String::as_str),
             opts.replace_foreign,
         );
         planned.push(Planned {
@@ -303,8 +308,7 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
         let action = match plan.decision {
             Decision::Keep(action) => action,
             Decision::Write(action) => {
-                let entry = record.plugins.get(&name);
-                write_plugin(to, &name, &plan.source, &plan.source_sha256, action, entry)
+                write_plugin(to, &name, &plan.source, &plan.source_sha256, action, record)
                     .map_err(|e| e.context(format!("installing {name}")))?
             }
             // refuse_foreign returned early for these.
@@ -322,6 +326,9 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
             version,
         };
         update_entry(record, to, &outcome)?;
+        // Recorded now (or found in place): no longer pending. A pending sha256 stays after a
+        // failure above, as the binary it names may be in place.
+        record.pending.remove(&outcome.name);
         report.plugins.push(outcome);
     }
     Ok(())
@@ -365,14 +372,15 @@ fn refuse_foreign(to: &Path, planned: &[Planned]) -> Result<()> {
     }
 }
 
-/// Writes one binary: temporary file, checks, keep the original, rename, fsync.
+/// Writes one binary: temporary file, checks, keep the original, the record naming it as
+/// pending, rename, fsync.
 fn write_plugin(
     to: &Path,
     name: &str,
     source: &Path,
     source_sha256: &str,
     action: Action,
-    entry: Option<&Entry>,
+    record: &mut Record,
 ) -> Result<Action> {
     let mut temp = Temp::create(to, name)?;
     let mut from = File::open(source).with_context(|| format!("opening {}", source.display()))?;
@@ -395,11 +403,19 @@ fn write_plugin(
 
     let action = match action {
         Action::ReplacedForeign { .. } => {
-            let kept = keep_original(to, name, entry)?;
+            let kept = keep_original(to, name, record.plugins.get(name))?;
             Action::ReplacedForeign { kept_as: kept }
         }
         other => other,
     };
+    // Should we be killed after the rename but before the record lists the new binary, the
+    // next install must still know it as ours, whichever source it installs.
+    if record.pending.get(name).map(String::as_str) != Some(source_sha256) {
+        record
+            .pending
+            .insert(name.to_string(), source_sha256.to_string());
+        record.save(to)?;
+    }
     temp.commit(MODE)?;
     Ok(action)
 }
@@ -589,9 +605,89 @@ mod tests {
         ];
         for (existing, recorded, replace, want) in table {
             assert_eq!(
-                decide(&existing, "new", recorded.as_ref(), replace),
+                decide(&existing, "new", recorded.as_ref(), None, replace),
                 want,
                 "{existing:?} recorded {recorded:?} replace {replace}"
+            );
+        }
+    }
+
+    /// An install killed after its rename but before its record leaves the binary it renamed
+    /// as pending: a file with that sha256 is ours, like one with the recorded sha256.
+    #[test]
+    fn decisions_with_a_pending_binary() {
+        let upgrade = |from: &str| {
+            Decision::Write(Action::Upgraded {
+                from: from.to_string(),
+            })
+        };
+        // (what is there, what the record says, what is pending, --replace-foreign, decision)
+        type Case = (
+            Existing,
+            Option<Entry>,
+            Option<&'static str>,
+            bool,
+            Decision,
+        );
+        let table: Vec<Case> = vec![
+            // Killed after renaming "mid" over "old": "mid" is ours, with or without the flag.
+            (
+                regular("mid"),
+                Some(entry("old")),
+                Some("mid"),
+                false,
+                upgrade("mid"),
+            ),
+            (
+                regular("mid"),
+                Some(entry("old")),
+                Some("mid"),
+                true,
+                upgrade("mid"),
+            ),
+            // Killed after the first rename of a plugin not yet recorded.
+            (regular("mid"), None, Some("mid"), false, upgrade("mid")),
+            // Killed before the rename: the recorded file is still there.
+            (
+                regular("old"),
+                Some(entry("old")),
+                Some("mid"),
+                false,
+                upgrade("old"),
+            ),
+            // The pending binary is the one to install: only the record is written.
+            (
+                regular("new"),
+                Some(entry("old")),
+                Some("new"),
+                false,
+                Decision::Keep(Action::Adopted),
+            ),
+            // Anything else is still foreign.
+            (
+                regular("edited"),
+                Some(entry("old")),
+                Some("mid"),
+                false,
+                Decision::Refuse(
+                    "has sha256 edited, changed since cni-installer installed it".to_string(),
+                ),
+            ),
+            (
+                regular("go"),
+                None,
+                Some("mid"),
+                false,
+                Decision::Refuse(
+                    "has sha256 go and was not installed by cni-installer".to_string(),
+                ),
+            ),
+        ];
+        for (existing, recorded, pending, replace, want) in table {
+            assert_eq!(
+                decide(&existing, "new", recorded.as_ref(), pending, replace),
+                want,
+                "{existing:?} recorded {recorded:?} pending {pending:?} replace {replace}"
             );
         }
     }

@@ -1,11 +1,13 @@
 //! `<dir>/.cni-installer.json`: what we installed in a directory, so that we never overwrite or
 //! remove a file we did not put there. Written with the same temp + fsync + rename as the
-//! binaries, after them.
+//! binaries: once before a binary is renamed into place, to name it as pending, and again after
+//! it, to record it.
 //!
 //! ```json
 //! {"plugins": {"bridge": {"sha256": "…", "cniVersion": "1.1.0",
 //!   "supportedVersions": ["0.1.0", …], "installedAt": "2026-05-01T12:00:00Z",
-//!   "original": ".bridge.orig", "originalSha256": "…"}}}
+//!   "original": ".bridge.orig", "originalSha256": "…"}},
+//!  "pending": {"tuning": "…"}}
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,6 +31,11 @@ pub const MODE: u32 = 0o755;
 pub struct Record {
     #[serde(default)]
     pub plugins: BTreeMap<String, Entry>,
+    /// Per plugin, the sha256 of a binary about to be renamed over its name: written before
+    /// the rename and cleared once the plugin is recorded. An install killed in between
+    /// leaves it here, so that the next install still knows that binary as ours.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending: BTreeMap<String, String>,
 }
 
 /// One binary we installed.
@@ -74,9 +81,21 @@ impl Record {
         }
     }
 
+    /// Whether a file at `name` with `sha256` is ours: the sha256 recorded for it, or the one
+    /// pending for it.
+    pub fn is_ours(&self, name: &str, sha256: &str) -> bool {
+        self.plugins.get(name).is_some_and(|e| e.sha256 == sha256)
+            || self.pending.get(name).is_some_and(|p| p == sha256)
+    }
+
+    /// Whether the record lists nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty() && self.pending.is_empty()
+    }
+
     /// Writes the record atomically; an empty record removes the file.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        if self.plugins.is_empty() {
+        if self.is_empty() {
             atomic::remove_if_exists(&dir.join(RECORD_FILE))?;
             return atomic::fsync_dir(dir);
         }
@@ -152,8 +171,19 @@ mod tests {
         );
         let text = serde_json::to_string(&record).expect("encode");
         assert!(!text.contains("original"), "{text}");
+        assert!(!text.contains("pending"), "{text}");
         assert!(text.contains("\"cniVersion\":\"1.1.0\""), "{text}");
         let back: Record = serde_json::from_str(&text).expect("decode");
         assert_eq!(back, record);
+
+        record
+            .pending
+            .insert("tuning".to_string(), "cd".to_string());
+        let text = serde_json::to_string(&record).expect("encode");
+        assert!(text.contains("\"pending\":{\"tuning\":\"cd\"}"), "{text}");
+        let back: Record = serde_json::from_str(&text).expect("decode");
+        assert_eq!(back, record);
+        assert!(back.is_ours("bridge", "ab") && back.is_ours("tuning", "cd"));
+        assert!(!back.is_ours("bridge", "cd") && !back.is_ours("tuning", "ab"));
     }
 }

@@ -1,7 +1,9 @@
 //! `cni-installer uninstall`: removes what we installed, and only that. A file whose sha256
-//! is no longer the one in the record was changed by someone else and stays; a kept original
+//! is neither the one in the record nor the one pending there (an install stopped between its
+//! rename and its record) was changed by someone else and stays; a kept original
 //! (`.<name>.orig`) is renamed back over ours, so the name never goes missing in between.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +11,7 @@ use crate::atomic;
 use crate::error::{Context, Result};
 use crate::install::{check_name, inspect, Existing};
 use crate::lock::DirLock;
-use crate::record::Record;
+use crate::record::{self, Record};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -56,42 +58,55 @@ pub fn uninstall(opts: &Options) -> Result<Report> {
     let mut record = old_record.clone();
     let names: Vec<String> = match &opts.plugins {
         Some(names) => names.clone(),
-        None => record.plugins.keys().cloned().collect(),
+        None => {
+            let all: BTreeSet<&String> =
+                record.plugins.keys().chain(record.pending.keys()).collect();
+            all.into_iter().cloned().collect()
+        }
     };
     for name in names {
         check_name(&name)?;
-        let Some(entry) = record.plugins.remove(&name) else {
+        if !record.plugins.contains_key(&name) && !record.pending.contains_key(&name) {
             report.plugins.push((name, Action::NotOurs));
             continue;
-        };
+        }
         let target = to.join(&name);
-        let original = entry
-            .original
+        let existing = inspect(&target)?;
+        let is_ours =
+            matches!(&existing, Existing::Regular { sha256, .. } if record.is_ours(&name, sha256));
+        let entry = record.plugins.remove(&name);
+        let pending = record.pending.remove(&name);
+        // The recorded original; with a binary still pending, a `.orig` the record does not
+        // know of was kept by the install that was stopped before recording it.
+        let kept = entry
+            .as_ref()
+            .and_then(|e| e.original.clone())
+            .or_else(|| pending.as_ref().map(|_| record::original_name(&name)));
+        let original = kept
             .as_deref()
             .map(|o| to.join(o))
             .filter(|o| fs::symlink_metadata(o).is_ok());
-        let action = match inspect(&target)? {
-            Existing::Regular { sha256, .. } if sha256 == entry.sha256 => {
-                match put_back(&target, original.as_deref())? {
-                    Some(original) => Action::Restored { original },
-                    None => Action::Removed,
-                }
-            }
+        let original_left = kept.filter(|_| original.is_some());
+        let action = match existing {
+            Existing::Regular { .. } if is_ours => match put_back(&target, original.as_deref())? {
+                Some(original) => Action::Restored { original },
+                None => Action::Removed,
+            },
             Existing::Missing => match put_back(&target, original.as_deref())? {
                 Some(original) => Action::Restored { original },
                 None => Action::Missing,
             },
             Existing::Regular { sha256, .. } => Action::KeptChanged {
                 now: format!("sha256 {sha256}"),
-                original_left: entry.original.clone().filter(|_| original.is_some()),
+                original_left,
             },
             Existing::Symlink { target } => Action::KeptChanged {
                 now: format!("a symlink to {target}"),
-                original_left: entry.original.clone().filter(|_| original.is_some()),
+                original_left,
             },
             Existing::Other { kind } => Action::KeptChanged {
                 now: format!("a {kind}"),
-                original_left: entry.original.clone().filter(|_| original.is_some()),
+                original_left,
             },
         };
         report.plugins.push((name, action));

@@ -7,12 +7,15 @@ mod common;
 use std::fs::{self, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cni_installer::record::{Record, RECORD_FILE};
 use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -241,4 +244,105 @@ fn a_stale_temp_file_is_not_mistaken_for_the_new_binary() {
         fs::metadata(&stale).map_err(|e| e.kind()).err(),
         Some(ErrorKind::NotFound)
     );
+}
+
+/// A plugin that answers VERSION, except under a name other than its temporary one: there it
+/// SIGKILLs its parent first. The installer runs a plugin from its temporary file, renames it
+/// into place, and runs it there once more before it records it, so this stops an install
+/// exactly between its rename and its record. Its sha256.
+fn write_plugin_killing_its_installer(dir: &Path, name: &str) -> String {
+    let script = "#!/bin/sh\n\
+                  case \"$0\" in\n\
+                  *.cni-installer.tmp) ;;\n\
+                  *) kill -KILL \"$PPID\" ;;\n\
+                  esac\n\
+                  echo '{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.1.0\"]}'\n";
+    let path = dir.join(name);
+    fs::write(&path, script).expect("write the plugin");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    sha256(&path)
+}
+
+/// Killed after renaming a new binary into place but before recording it, an install leaves
+/// that binary pending in the record. The next install, of another source (a rollback, a newer
+/// image), replaces it as ours: no `--replace-foreign` needed, and with it no `.orig` of our own
+/// binary for uninstall to put back later. An uninstall in that state removes it as ours too.
+#[test]
+fn an_install_killed_between_its_rename_and_its_record_leaves_a_binary_still_ours() {
+    for replace_foreign in [false, true] {
+        let t = TestDir::new("pending");
+        let (first, killer, other, dst) = (
+            t.sub("first"),
+            t.sub("killer"),
+            t.sub("other"),
+            t.sub("dst"),
+        );
+        let d = dst.display().to_string();
+        let install = |from: &Path, extra: &[&str]| {
+            let from = from.display().to_string();
+            let mut args = vec![
+                "install",
+                "--from",
+                &from,
+                "--to",
+                &d,
+                "--plugins",
+                "tuning",
+            ];
+            args.extend_from_slice(extra);
+            run(&args)
+        };
+        let flag: &[&str] = if replace_foreign {
+            &["--replace-foreign"]
+        } else {
+            &[]
+        };
+        let target = dst.join("tuning");
+        write_plugin(&first, "tuning", b'1', 10);
+        let stopped = write_plugin_killing_its_installer(&killer, "tuning");
+        let next = write_plugin(&other, "tuning", b'2', 10);
+        assert!(install(&first, &[]).status.success());
+        let before = Record::load(&dst).expect("record");
+
+        let out = install(&killer, &[]);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "the install must be killed by its plugin: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(sha256(&target), stopped, "killed after the rename");
+        let record = Record::load(&dst).expect("record");
+        assert_eq!(record.plugins, before.plugins, "killed before the record");
+        assert_eq!(record.pending.get("tuning"), Some(&stopped));
+
+        let out = install(&other, flag);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "--replace-foreign {replace_foreign}: {log}"
+        );
+        assert!(
+            log.contains(&format!("tuning: upgraded from sha256 {}", &stopped[..12])),
+            "{log}"
+        );
+        assert_eq!(sha256(&target), next);
+        assert_eq!(
+            listing(&dst),
+            [RECORD_FILE, "tuning"],
+            "no .orig of our own binary"
+        );
+        let record = Record::load(&dst).expect("record");
+        assert!(record.pending.is_empty(), "{record:?}");
+        assert_eq!(record.plugins["tuning"].sha256, next);
+        assert_eq!(record.plugins["tuning"].original, None);
+        run_ok(&["probe", "--to", &d, "--plugins", "tuning"]);
+
+        // Stopped the same way again, then uninstalled: the pending binary is removed as ours.
+        assert_eq!(install(&killer, &[]).status.signal(), Some(libc::SIGKILL));
+        assert_eq!(sha256(&target), stopped);
+        let log = run_ok(&["uninstall", "--to", &d]);
+        assert!(log.contains("tuning: removed"), "{log}");
+        assert!(listing(&dst).is_empty(), "{:?}", listing(&dst));
+    }
 }
