@@ -5,7 +5,9 @@
 //! `status.allocatable` (and drops what left capacity) on its next status update. No bridge is
 //! skipped, except names that cannot be a resource name (the API server would refuse the
 //! whole patch for one of them). Only keys under our prefix are ever touched, and a key
-//! already present is left with its value: an administrator may have lowered it.
+//! already present is left with its value (an administrator may have lowered it), unless that
+//! value is zero: the kubelet zeroes extended resources when the Node object is recreated, and
+//! a bridge left at 0 would take no attachment ever again, so it is published afresh.
 //!
 //! The computation is pure: desired bridges + the node's current capacity -> a JSON merge
 //! patch, where null removes a key.
@@ -101,19 +103,53 @@ impl Plan {
     }
 }
 
+/// Whether a quantity as the API server writes it is zero, however spelt: `0`, `0k`, `0Ki`,
+/// `0.0`, `-0`, `0e3`. Anything that does not parse is not zero.
+pub fn is_zero_quantity(quantity: &str) -> bool {
+    let q = quantity.trim();
+    let q = q.strip_prefix(['+', '-']).unwrap_or(q);
+    let number_end = q
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(q.len());
+    let (number, suffix) = q.split_at(number_end);
+    let digits = number.chars().filter(char::is_ascii_digit).count();
+    let one_point = number.chars().filter(|&c| c == '.').count() <= 1;
+    const SUFFIXES: [&str; 16] = [
+        "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+    ];
+    let exponent = suffix
+        .strip_prefix(['e', 'E'])
+        .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+        .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()));
+    digits > 0
+        && one_point
+        && number.chars().all(|c| c == '0' || c == '.')
+        && (SUFFIXES.contains(&suffix) || exponent)
+}
+
 /// Compares the bridges that exist with what the node's capacity lists under `mark`'s prefix.
+/// A key whose quantity is zero counts as absent for a bridge that exists (it is published
+/// again) and as present for one that does not (it is removed).
 pub fn plan(mark: Mark, bridges: &BTreeSet<String>, capacity: &BTreeMap<String, String>) -> Plan {
     let prefix = format!("{}/", mark.prefix());
-    let reported: BTreeSet<&str> = capacity
-        .keys()
-        .filter_map(|k| k.strip_prefix(&prefix))
+    let reported: BTreeMap<&str, &str> = capacity
+        .iter()
+        .filter_map(|(k, q)| Some((k.strip_prefix(&prefix)?, q.as_str())))
         .collect();
     let (valid, skipped): (Vec<&String>, Vec<&String>) =
         bridges.iter().partition(|b| valid_resource_name(b));
     let valid: BTreeSet<&str> = valid.into_iter().map(String::as_str).collect();
     Plan {
-        added: valid.difference(&reported).map(|s| s.to_string()).collect(),
-        removed: reported.difference(&valid).map(|s| s.to_string()).collect(),
+        added: valid
+            .iter()
+            .filter(|b| reported.get(*b).is_none_or(|q| is_zero_quantity(q)))
+            .map(|s| s.to_string())
+            .collect(),
+        removed: reported
+            .keys()
+            .filter(|b| !valid.contains(*b))
+            .map(|s| s.to_string())
+            .collect(),
         skipped: skipped.into_iter().cloned().collect(),
     }
 }
@@ -243,6 +279,23 @@ mod tests {
                 Some(json!({"status": {"capacity": {
                     "ovs-cni.network.kubevirt.io/br1": "1k"}}})),
             ),
+            // A bridge at zero (the kubelet zeroes extended resources when the Node object is
+            // recreated) is published again, whatever the spelling of zero; one that vanished
+            // is removed all the same.
+            (
+                Mark::LinuxBridge,
+                set(&["br0", "br1", "br2"]),
+                with(&[
+                    ("bridge.network.kubevirt.io/br0", "0"),
+                    ("bridge.network.kubevirt.io/br1", "0k"),
+                    ("bridge.network.kubevirt.io/br2", "10"),
+                    ("bridge.network.kubevirt.io/gone", "0"),
+                ]),
+                Some(json!({"status": {"capacity": {
+                    "bridge.network.kubevirt.io/br0": "1k",
+                    "bridge.network.kubevirt.io/br1": "1k",
+                    "bridge.network.kubevirt.io/gone": null}}})),
+            ),
             // A key that merely starts like ours is not ours.
             (
                 Mark::LinuxBridge,
@@ -254,6 +307,20 @@ mod tests {
         for (mark, bridges, capacity, want) in table {
             let got = plan(mark, &bridges, &capacity).patch(mark);
             assert_eq!(got, want, "{mark:?} {bridges:?} {capacity:?}");
+        }
+    }
+
+    #[test]
+    fn zero_quantities_in_any_spelling() {
+        for zero in [
+            "0", "0k", "0Ki", "0M", "0m", "0.0", "00", "+0", "-0", "0e3", "0E-2", ".0",
+        ] {
+            assert!(is_zero_quantity(zero), "{zero}");
+        }
+        for other in [
+            "1", "1k", "10", "0.5", "100m", "0x1", "", "k", ".", "0kk", "0e", "1e0",
+        ] {
+            assert!(!is_zero_quantity(other), "{other}");
         }
     }
 
