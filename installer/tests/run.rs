@@ -33,12 +33,15 @@ fn new_netns() -> NetNs {
 }
 
 /// The Node `node-1` as the fake API server holds it, every PATCH body it received, and every
-/// request it refused as RBAC would.
+/// request it refused as RBAC would. With `hang`, a GET of the Node is never answered (and
+/// counted in `hung`), as by an API server that went away without closing the connection.
 #[derive(Default)]
 struct Cluster {
     capacity: BTreeMap<String, String>,
     patches: Vec<(String, Value)>,
     forbidden: Vec<String>,
+    hang: bool,
+    hung: usize,
 }
 
 /// Serves GET of /api/v1/nodes/node-1 and PATCH of /api/v1/nodes/node-1/status on 127.0.0.1
@@ -99,6 +102,17 @@ fn serve(conn: TcpStream, cluster: &Mutex<Cluster>) {
             return;
         }
         let path = path.split('?').next().unwrap_or_default().to_string();
+        {
+            let mut cluster = cluster.lock().expect("cluster");
+            if cluster.hang && method == "GET" {
+                cluster.hung += 1;
+                drop(cluster);
+                // Keeps the connection open and silent until the test process ends.
+                loop {
+                    thread::park();
+                }
+            }
+        }
         let (status, answer) = {
             let mut cluster = cluster.lock().expect("cluster");
             match (method.as_str(), path.as_str()) {
@@ -192,6 +206,37 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
+/// Starts `cni-installer run --mark linux-bridge --interval 100ms` in `ns`, installing
+/// `bridge` from `src` to `dst`, against the fake API server on `port`.
+fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Child {
+    let kubeconfig = t.path().join("kubeconfig");
+    fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n\
+             current-context: fake\nusers:\n- name: fake\n  user: {{}}\n"
+        ),
+    )
+    .expect("kubeconfig");
+    Command::new("/usr/bin/nsenter")
+        .arg(format!(
+            "--net=/proc/{}/fd/{}",
+            std::process::id(),
+            ns.as_raw_fd()
+        ))
+        .arg(installer())
+        .args(["run", "--from", src, "--to", dst, "--plugins", "bridge"])
+        .args(["--mark", "linux-bridge", "--interval", "100ms"])
+        .env_clear()
+        .env("NODE_NAME", "node-1")
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cni-installer run")
+}
+
 #[test]
 fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
     let t = TestDir::new("run");
@@ -219,33 +264,7 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
         );
     }
     let port = fake_api_server(&ns, cluster.clone());
-    let kubeconfig = t.path().join("kubeconfig");
-    fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\n\
-             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n\
-             current-context: fake\nusers:\n- name: fake\n  user: {{}}\n"
-        ),
-    )
-    .expect("kubeconfig");
-
-    let mut child = Command::new("/usr/bin/nsenter")
-        .arg(format!(
-            "--net=/proc/{}/fd/{}",
-            std::process::id(),
-            ns.as_raw_fd()
-        ))
-        .arg(installer())
-        .args(["run", "--from", &s, "--to", &d, "--plugins", "bridge"])
-        .args(["--mark", "linux-bridge", "--interval", "100ms"])
-        .env_clear()
-        .env("NODE_NAME", "node-1")
-        .env("KUBECONFIG", &kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start cni-installer run");
+    let mut child = start_marking(&t, &ns, port, &s, &d);
 
     wait_for(&cluster, "br0 and br1 published, gone withdrawn", |c| {
         bridge_keys(c)
@@ -309,6 +328,46 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
         "{log}"
     );
     assert!(log.contains("stopping"), "{log}");
+}
+
+/// SIGTERM ends `run` at once even while a round waits for an API server that does not answer
+/// (the client's own read timeout is minutes, the pod's grace period 30 s).
+#[test]
+fn sigterm_stops_run_while_the_api_server_does_not_answer() {
+    let t = TestDir::new("run-hung");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    write_plugin(&src, "bridge", b'b', 10);
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    nl.link_set_up_by_name("lo").expect("lo up");
+    nl.link_add_bridge("br0", None, false).expect("bridge");
+    let cluster = Arc::new(Mutex::new(Cluster {
+        hang: true,
+        ..Cluster::default()
+    }));
+    let port = fake_api_server(&ns, cluster.clone());
+    let mut child = start_marking(&t, &ns, port, &s, &d);
+    wait_for(&cluster, "a GET of the node, left unanswered", |c| {
+        c.hung > 0
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().expect("wait").is_none(), "run stays up");
+
+    let started = Instant::now();
+    let status = terminate(&mut child);
+    let took = started.elapsed();
+    let mut log = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut log);
+    }
+    assert!(status.success(), "exit on SIGTERM: {status}: {log}");
+    assert!(
+        took < Duration::from_secs(3),
+        "stopped after {took:?}: {log}"
+    );
+    assert!(log.contains("stopping"), "{log}");
+    assert!(cluster.lock().expect("cluster").patches.is_empty());
 }
 
 #[test]
