@@ -2,16 +2,28 @@
 //!
 //! Every object goes through server-side apply with one field manager and `force`, so the
 //! operator owns every field it renders and drops those it stops rendering, while fields set by
-//! others (a Service's clusterIP, a webhook's caBundle) stay. Two rules on top:
+//! others (a Service's clusterIP, a webhook's caBundle) stay. Three rules on top:
 //! - an object annotated [`labels::CREATE_ONLY`] is created when missing and never updated;
+//! - an existing object without our managed-by label (created by the upstream operator, or by
+//!   hand) is adopted by deleting it with `propagationPolicy: Orphan`, waiting until it is gone
+//!   and applying it again: a forced apply would only take over the fields both set, leaving the
+//!   other manager's extra env, args or volumes in place. Orphaning keeps a DaemonSet's or
+//!   Deployment's pods running; the new object, with the same selector, adopts them and rolls
+//!   them per its update strategy. Objects already labelled ours are never re-created for this;
 //! - an apply refused because it changes an immutable field (a DaemonSet's selector) deletes
 //!   the object and creates it again.
 //!
-//! Deletion lists every deletable kind by the managed-by label and removes what this render
-//! lacks, but only objects whose owner is a NetworkAddonsConfig: an object someone else labelled
-//! the same way is never touched.
+//! Whether an object is ours is read before its first apply in this process; [`Ours`] then keeps
+//! the uid the apply returned, so later reconciles apply without reading, and a uid that changed
+//! since (someone deleted the object and created another) is adopted like a foreign object.
+//!
+//! Deletion lists every deletable kind by the managed-by label, ours or the upstream
+//! operator's, and removes what this render lacks, but only objects whose owner is a
+//! NetworkAddonsConfig: an object someone else labelled the same way is never touched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
@@ -37,6 +49,15 @@ const DELETE_FIRST: [&str; 2] = [
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
 ];
+
+/// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
+/// objects it creates. Those it left and this render lacks are deleted like ours, when a
+/// NetworkAddonsConfig owns them.
+pub const UPSTREAM_MANAGED_BY_VALUE: &str = "cnao-operator";
+
+/// How often, and how many times, a deleted object is read until it is gone.
+const GONE_POLL: Duration = Duration::from_millis(200);
+const GONE_ATTEMPTS: u32 = 150;
 
 /// Which object: apiVersion, kind, namespace (empty for cluster-scoped) and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -160,14 +181,78 @@ pub enum Applied {
     Applied,
     /// Deleted and created again: the apply changed an immutable field.
     Recreated,
+    /// Deleted, keeping its pods, and created again: it did not carry our managed-by label, or
+    /// someone replaced it since the last apply.
+    Adopted,
     /// A create-only object that did not exist, created.
     Created,
     /// A create-only object that exists, left as it is.
     Kept,
 }
 
+/// The uid each object had after this process last applied it, for the NetworkAddonsConfig
+/// whose uid is `owner`.
+#[derive(Debug, Default)]
+pub struct Ours {
+    state: Mutex<OursState>,
+}
+
+#[derive(Debug, Default)]
+struct OursState {
+    owner: String,
+    uids: HashMap<Identity, String>,
+}
+
+impl Ours {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OursState> {
+        match self.state.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Forgets every object when the owner changed: a NetworkAddonsConfig deleted and created
+    /// again had its objects garbage-collected.
+    pub fn set_owner(&self, owner_uid: &str) {
+        let mut state = self.lock();
+        if state.owner != owner_uid {
+            state.owner = owner_uid.to_string();
+            state.uids.clear();
+        }
+    }
+
+    /// Forgets the objects a render no longer contains: created again later, they are new.
+    pub fn retain(&self, keep: &HashSet<Identity>) {
+        self.lock().uids.retain(|id, _| keep.contains(id));
+    }
+
+    fn uid(&self, id: &Identity) -> Option<String> {
+        self.lock().uids.get(id).cloned()
+    }
+
+    fn record(&self, id: &Identity, object: &DynamicObject) {
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        self.lock().uids.insert(id.clone(), uid);
+    }
+}
+
+/// Whether the object carries our managed-by label.
+pub fn is_ours(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::MANAGED_BY))
+        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
+}
+
+/// Whether the API server refused an apply because it changes a field that cannot change.
+fn is_immutable_change(s: &kube::core::Status) -> bool {
+    s.code == 422 && s.message.contains("field is immutable")
+}
+
 /// Applies one rendered object (which must name its namespace when its kind is namespaced).
-pub async fn apply(client: &Client, object: &Value) -> Result<Applied> {
+pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Applied> {
     let id = Identity::of(object);
     let kind = kind_of(object)?;
     if kind.namespaced && id.namespace.is_empty() {
@@ -185,40 +270,92 @@ pub async fn apply(client: &Client, object: &Value) -> Result<Applied> {
         ssa(&api, &id, object).await?;
         return Ok(Applied::Created);
     }
-    match ssa_raw(&api, &id, object).await {
-        Ok(()) => Ok(Applied::Applied),
-        Err(kube::Error::Api(s)) if s.code == 422 && s.message.contains("field is immutable") => {
+    let known_uid = ours.uid(&id);
+    if known_uid.is_none() {
+        let existing = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| Error::with(format!("read {id}"), e))?;
+        if existing.is_some_and(|o| !is_ours(&o)) {
+            eprintln!("{id}: not created by this operator; deleting it, keeping its pods, and creating it again");
+            let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
+            ours.record(&id, &created);
+            return Ok(Applied::Adopted);
+        }
+    }
+    let applied = match ssa_raw(&api, object).await {
+        Ok(applied) => applied,
+        Err(kube::Error::Api(s)) if is_immutable_change(&s) => {
             eprintln!(
                 "{id}: an immutable field changed ({}); deleting and creating it again",
                 s.message
             );
-            match api.delete(&id.name, &DeleteParams::background()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(Error::with(format!("delete {id} to re-create it"), e)),
-            }
-            ssa(&api, &id, object).await?;
-            Ok(Applied::Recreated)
+            let created = recreate(&api, &id, object, &DeleteParams::background()).await?;
+            ours.record(&id, &created);
+            return Ok(Applied::Recreated);
         }
-        Err(e) => Err(Error::with(format!("apply {id}"), e)),
+        Err(e) => return Err(Error::with(format!("apply {id}"), e)),
+    };
+    if known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref()) {
+        eprintln!("{id}: deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
+        let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
+        ours.record(&id, &created);
+        return Ok(Applied::Adopted);
     }
+    ours.record(&id, &applied);
+    Ok(Applied::Applied)
 }
 
-async fn ssa(api: &Api<DynamicObject>, id: &Identity, object: &Value) -> Result<()> {
-    ssa_raw(api, id, object)
+/// Deletes the object with `params`, waits until it is gone (an orphaning or foreground
+/// deletion keeps it until the garbage collector is done, and an apply meanwhile would update
+/// the object on its way out), and applies it again. Returns the created object.
+async fn recreate(
+    api: &Api<DynamicObject>,
+    id: &Identity,
+    object: &Value,
+    params: &DeleteParams,
+) -> Result<DynamicObject> {
+    match api.delete(&id.name, params).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => return Err(Error::with(format!("delete {id} to re-create it"), e)),
+    }
+    wait_gone(api, id).await?;
+    ssa(api, id, object).await
+}
+
+async fn wait_gone(api: &Api<DynamicObject>, id: &Identity) -> Result<()> {
+    for attempt in 0..GONE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(GONE_POLL).await;
+        }
+        let existing = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| Error::with(format!("read {id} while it is deleted"), e))?;
+        if existing.is_none() {
+            return Ok(());
+        }
+    }
+    Err(Error::new(format!(
+        "{id}: still being deleted after {} s",
+        (GONE_POLL * GONE_ATTEMPTS).as_secs()
+    )))
+}
+
+async fn ssa(api: &Api<DynamicObject>, id: &Identity, object: &Value) -> Result<DynamicObject> {
+    ssa_raw(api, object)
         .await
         .map_err(|e| Error::with(format!("apply {id}"), e))
 }
 
 async fn ssa_raw(
     api: &Api<DynamicObject>,
-    id: &Identity,
     object: &Value,
-) -> std::result::Result<(), kube::Error> {
+) -> std::result::Result<DynamicObject, kube::Error> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(&id.name, &params, &Patch::Apply(object))
-        .await
-        .map(|_| ())
+    api.patch(name, &params, &Patch::Apply(object)).await
 }
 
 /// What [`delete_unrendered`] did.
@@ -247,17 +384,28 @@ pub fn owned_by_config(object: &DynamicObject) -> bool {
         .any(|r| r.kind == "NetworkAddonsConfig" && r.api_version.starts_with(GROUP))
 }
 
-/// Deletes every object carrying the managed-by label, owned by a NetworkAddonsConfig and not
-/// in `keep` (the objects this render produced). Namespaced kinds are listed in `namespace`.
-/// A kind the API server does not serve and an object already gone count as done; every other
-/// failure is reported and the remaining objects are still tried.
+/// The selector of what [`delete_unrendered`] considers: managed by us or by the upstream
+/// operator.
+pub fn deletable_selector() -> String {
+    format!(
+        "{} in ({},{UPSTREAM_MANAGED_BY_VALUE})",
+        labels::MANAGED_BY,
+        labels::MANAGED_BY_VALUE
+    )
+}
+
+/// Deletes every object managed by us or by the upstream operator (see
+/// [`deletable_selector`]), owned by a NetworkAddonsConfig and not in `keep` (the objects this
+/// render produced). Namespaced kinds are listed in `namespace`. A kind the API server does not
+/// serve and an object already gone count as done; every other failure is reported and the
+/// remaining objects are still tried.
 pub async fn delete_unrendered(
     client: &Client,
     keep: &HashSet<Identity>,
     namespace: &str,
 ) -> Deleted {
     let mut out = Deleted::default();
-    let selector = labels::managed_selector();
+    let selector = deletable_selector();
     for kind in deletion_order() {
         let api = api(client, kind, namespace);
         let list = match api.list(&ListParams::default().labels(&selector)).await {

@@ -3,9 +3,10 @@
 //! 1. validate the spec; 2. fill defaults from the previously applied spec (ConfigMap
 //!    [`APPLIED_CONFIGMAP`], key `applied`, the upstream operator's name, so a cluster moving over
 //!    keeps its MAC range and intervals) and refuse unsafe changes; 3. render and apply every
-//!    object in order; 4. delete the managed objects this render lacks; 5. only then record the
-//!    applied spec, so a failed deletion is retried from an accurate previous spec; 6. report
-//!    conditions from the rendered DaemonSets and Deployments; 7. record events.
+//!    object in order, adopting those another manager created; 4. delete the managed objects
+//!    (ours, or the upstream operator's) this render lacks; 5. only then record the applied
+//!    spec, so a failed deletion is retried from an accurate previous spec; 6. report conditions
+//!    from the rendered DaemonSets and Deployments; 7. record events.
 //!
 //! Any failure is reported as Degraded with its reason and a Warning event, and the reconcile
 //! is retried with a growing delay. Otherwise the object is reconciled again every minute, which
@@ -60,6 +61,8 @@ pub struct Ctx {
     pub prefix: PrefixSource,
     /// When each progressing DaemonSet or Deployment last changed.
     pub rollouts: RolloutTracker,
+    /// The objects applied so far, known to be ours.
+    pub ours: apply::Ours,
     pub events: Events,
     failures: AtomicU32,
 }
@@ -74,6 +77,7 @@ impl Ctx {
             clock: Arc::new(Timestamp::now),
             prefix: Arc::new(random_prefix),
             rollouts: RolloutTracker::default(),
+            ours: apply::Ours::default(),
             failures: AtomicU32::new(0),
         }
     }
@@ -204,6 +208,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
             "NetworkAddonsConfig {CONFIG_NAME} has no uid to own its objects"
         )));
     };
+    ctx.ours.set_owner(&owner.uid);
     let record = applied_configmap(&applied, &ctx.settings, &owner)?;
     let objects = match render(&applied, &ctx.settings)
         .and_then(|r| prepare(r.into_iter().map(|r| r.object), &ctx.settings, &owner))
@@ -217,10 +222,16 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     };
 
     for object in &objects {
-        match apply::apply(&ctx.client, object).await {
+        match apply::apply(&ctx.client, object, &ctx.ours).await {
             Ok(Applied::Recreated) => {
                 eprintln!(
                     "{}: re-created (an immutable field changed)",
+                    Identity::of(object)
+                );
+            }
+            Ok(Applied::Adopted) => {
+                eprintln!(
+                    "{}: re-created as ours (another manager had created it)",
                     Identity::of(object)
                 );
             }
@@ -234,6 +245,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
 
     let mut keep: HashSet<Identity> = objects.iter().map(Identity::of).collect();
     keep.insert(Identity::of(&record));
+    ctx.ours.retain(&keep);
     let deleted = apply::delete_unrendered(&ctx.client, &keep, &ctx.settings.namespace).await;
     for id in &deleted.deleted {
         eprintln!("{id}: deleted (no longer rendered)");

@@ -13,6 +13,7 @@ use kube::{Api, Client};
 use serde_json::{json, Value};
 
 use fake_api::FakeApi;
+use network_addons_operator::apply::UPSTREAM_MANAGED_BY_VALUE;
 use network_addons_operator::labels;
 use network_addons_operator::reconcile::{reconcile_once, Ctx, APPLIED_CONFIGMAP, APPLIED_KEY};
 use network_addons_operator::settings::Settings;
@@ -623,7 +624,8 @@ async fn a_daemonset_with_another_selector_is_deleted_and_created_again() {
         "apps/v1",
         "daemonsets",
         json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
-               "metadata": {"name": BRIDGE_DS, "namespace": NS},
+               "metadata": {"name": BRIDGE_DS, "namespace": NS,
+                            "labels": {labels::MANAGED_BY: labels::MANAGED_BY_VALUE}},
                "spec": {"selector": {"matchLabels": {"name": "old-selector"}}}}),
     );
     let old_uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
@@ -645,7 +647,177 @@ async fn a_daemonset_with_another_selector_is_deleted_and_created_again() {
     assert!(writes[deleted + 1..]
         .iter()
         .any(|w| *w == format!("PATCH {ds_path}")));
+    // its pods no longer match the new selector: they go with it
+    assert_eq!(h.fake.deletes(), [(ds_path, "Background".to_string())]);
     assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+const UPSTREAM_GROUP_VERSION: &str = "networkaddonsoperator.network.kubevirt.io/v1";
+
+/// Metadata as the upstream operator writes it: its labels and, with `owner`, that
+/// NetworkAddonsConfig as the controlling owner.
+fn upstream_meta(name: &str, owner: Option<&NetworkAddonsConfig>) -> Value {
+    let owners: Vec<Value> = owner
+        .map(|nac| {
+            json!({"apiVersion": UPSTREAM_GROUP_VERSION, "kind": "NetworkAddonsConfig",
+                   "name": "cluster", "uid": nac.metadata.uid.clone().unwrap(),
+                   "controller": true, "blockOwnerDeletion": true})
+        })
+        .into_iter()
+        .collect();
+    json!({"name": name, "namespace": NS, "ownerReferences": owners,
+           "labels": {labels::MANAGED_BY: UPSTREAM_MANAGED_BY_VALUE, labels::COMPONENT: "network"}})
+}
+
+/// A DaemonSet as the upstream operator leaves it, with an env var this operator does not
+/// render.
+fn upstream_daemon_set(name: &str, owner: Option<&NetworkAddonsConfig>) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": upstream_meta(name, owner),
+           "spec": {"selector": {"matchLabels": {"name": name}},
+                    "template": {"metadata": {"labels": {"name": name}},
+                                 "spec": {"containers": [{"name": "cni-plugins", "image": "x",
+                                          "env": [{"name": "UPSTREAM_ONLY", "value": "1"}]}]}}}})
+}
+
+fn env_names(ds: &Value) -> Vec<String> {
+    let pod = &ds["spec"]["template"]["spec"];
+    ["initContainers", "containers"]
+        .iter()
+        .flat_map(|list| pod[*list].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["env"].as_array().cloned().unwrap_or_default())
+        .map(|e| e["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn daemon_set_path(name: &str) -> String {
+    format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{name}")
+}
+
+#[tokio::test]
+async fn an_object_the_upstream_operator_created_is_recreated_without_its_fields() {
+    let h = harness();
+    let nac = h.create("cluster", LINUX_BRIDGE).await;
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        upstream_daemon_set(BRIDGE_DS, Some(&nac)),
+    );
+    let old_uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
+    h.reconcile().await.unwrap();
+
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).expect("created again");
+    assert_ne!(ds["metadata"]["uid"], old_uid);
+    assert!(ds["metadata"].get("deletionTimestamp").is_none());
+    assert_eq!(
+        ds["metadata"]["labels"][labels::MANAGED_BY],
+        labels::MANAGED_BY_VALUE
+    );
+    assert_eq!(ds["metadata"]["labels"][labels::COMPONENT], "linuxBridge");
+    assert!(
+        !env_names(&ds).contains(&"UPSTREAM_ONLY".to_string()),
+        "{:?}",
+        env_names(&ds)
+    );
+    // deleted keeping its pods, then applied only once it was gone
+    assert_eq!(
+        h.fake.deletes(),
+        [(daemon_set_path(BRIDGE_DS), "Orphan".to_string())]
+    );
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn an_object_already_ours_is_never_recreated() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    let mut ours = upstream_daemon_set(BRIDGE_DS, None);
+    ours["metadata"]["labels"][labels::MANAGED_BY] = json!(labels::MANAGED_BY_VALUE);
+    h.fake.put("apps/v1", "daemonsets", ours);
+    let uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
+
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    assert!(h.fake.deletes().is_empty(), "{:?}", h.fake.deletes());
+    assert_eq!(
+        h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"],
+        uid
+    );
+}
+
+#[tokio::test]
+async fn objects_applied_before_are_not_read_again_before_the_next_apply() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    let reads = |h: &Harness| {
+        h.fake
+            .requests()
+            .iter()
+            .filter(|s| s.method == "GET" && s.path.contains("/clusterrole") && s.query.is_empty())
+            .count()
+    };
+    assert_eq!(reads(&h), 2, "the ClusterRole and its binding, read once");
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    assert_eq!(reads(&h), 0);
+}
+
+#[tokio::test]
+async fn an_object_replaced_behind_the_operators_back_is_recreated() {
+    let h = harness();
+    let nac = h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.fake.remove("apps/v1", "daemonsets", NS, BRIDGE_DS);
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        upstream_daemon_set(BRIDGE_DS, Some(&nac)),
+    );
+
+    h.reconcile().await.unwrap();
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
+    assert!(!env_names(&ds).contains(&"UPSTREAM_ONLY".to_string()));
+    assert_eq!(
+        h.fake.deletes(),
+        [(daemon_set_path(BRIDGE_DS), "Orphan".to_string())]
+    );
+}
+
+#[tokio::test]
+async fn objects_the_upstream_operator_left_are_deleted_when_not_rendered() {
+    let h = harness();
+    let nac = h.create("cluster", LINUX_BRIDGE).await;
+    // upstream's separate marker DaemonSet and its metrics Service
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        upstream_daemon_set("bridge-marker", Some(&nac)),
+    );
+    let metrics_name = "cluster-network-addons-operator-prometheus-metrics";
+    let metrics = json!({"apiVersion": "v1", "kind": "Service",
+                         "metadata": upstream_meta(metrics_name, Some(&nac)),
+                         "spec": {"ports": [{"port": 8443}]}});
+    h.fake.put("v1", "services", metrics);
+
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, "bridge-marker").is_none());
+    assert!(h.fake.list("v1", "services").is_empty());
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(h.warnings().is_empty(), "{:?}", h.warnings());
+}
+
+#[tokio::test]
+async fn objects_of_the_upstream_operator_not_owned_by_the_config_are_kept() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.fake.put(
+        "apps/v1",
+        "daemonsets",
+        upstream_daemon_set("bridge-marker", None),
+    );
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, "bridge-marker").is_some());
+    assert!(h.fake.deletes().is_empty(), "{:?}", h.fake.deletes());
 }
 
 #[tokio::test]

@@ -6,8 +6,14 @@
 //! server-side apply and JSON merge patches (also on `/status`), with the real server's 404,
 //! 409 and 422 answers. Objects get a uid, a resourceVersion on every write and a generation
 //! that moves when their spec does. Server-side apply is modelled for a single field manager:
-//! the applied body replaces the object, keeping its status and system fields. Changing the
+//! the applied body replaces the object, keeping its status and system fields (so a test can
+//! check the operator, not the fake, drops the fields another manager set). Changing the
 //! `spec.selector` of a DaemonSet or Deployment is refused as immutable, as the real server does.
+//!
+//! A DELETE with `propagationPolicy` `Orphan` or `Foreground` leaves the object in place, marked
+//! with a deletionTimestamp and a finalizer, until the garbage collector would be done with it:
+//! [`GC_REQUESTS`] requests later. Meanwhile it is listed and read, and an apply updates it
+//! (which is lost when it goes), as on the real server. Any other DELETE removes it at once.
 //!
 //! A watch is held open and never sees an event, so a controller started on the fake server
 //! reconciles what its first list returned. Every request is logged (a watch with the method
@@ -65,6 +71,9 @@ struct Injected {
     times: usize,
 }
 
+/// How many requests an object deleted with finalizers stays after its DELETE.
+pub const GC_REQUESTS: usize = 2;
+
 #[derive(Default)]
 struct State {
     objects: BTreeMap<Key, Value>,
@@ -72,6 +81,8 @@ struct State {
     revision: u64,
     uids: u64,
     injected: Vec<Injected>,
+    /// Objects being deleted, with the requests left until the garbage collector removes them.
+    terminating: Vec<(Key, usize)>,
 }
 
 /// The server's store and request log; clones share them.
@@ -184,21 +195,54 @@ fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Whether `labels` match a selector of `k=v`, `k==v`, `k!=v` and `k` terms.
+/// Whether `labels` match a selector of `k=v`, `k==v`, `k!=v`, `k in (v,w)`, `k notin (v,w)`
+/// and `k` terms.
 pub fn selector_matches(selector: &str, labels: &Value) -> bool {
-    selector
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .all(|term| {
-            if let Some((k, v)) = term.split_once("!=") {
-                labels[k.trim()].as_str() != Some(v.trim())
-            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                labels[k.trim()].as_str() == Some(v.trim())
-            } else {
-                labels.get(term).is_some()
+    selector_terms(selector).iter().all(|term| {
+        if let Some((k, values)) = set_term(term, " notin ") {
+            labels[k].as_str().is_none_or(|v| !values.contains(&v))
+        } else if let Some((k, values)) = set_term(term, " in ") {
+            labels[k].as_str().is_some_and(|v| values.contains(&v))
+        } else if let Some((k, v)) = term.split_once("!=") {
+            labels[k.trim()].as_str() != Some(v.trim())
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            labels[k.trim()].as_str() == Some(v.trim())
+        } else {
+            labels.get(term.as_str()).is_some()
+        }
+    })
+}
+
+/// The terms of a selector: split on the commas outside parentheses.
+fn selector_terms(selector: &str) -> Vec<String> {
+    let mut terms = vec![String::new()];
+    let mut depth = 0;
+    for c in selector.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(String::new());
+                continue;
             }
-        })
+            _ => {}
+        }
+        if let Some(t) = terms.last_mut() {
+            t.push(c);
+        }
+    }
+    terms
+        .into_iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// `key` and the values of a `key in (a,b)` term (`op` is `" in "` or `" notin "`).
+fn set_term<'a>(term: &'a str, op: &str) -> Option<(&'a str, Vec<&'a str>)> {
+    let (key, values) = term.split_once(op)?;
+    let values = values.trim().strip_prefix('(')?.strip_suffix(')')?;
+    Some((key.trim(), values.split(',').map(str::trim).collect()))
 }
 
 fn field_selector_matches(selector: &str, object: &Value) -> bool {
@@ -288,6 +332,7 @@ impl FakeApi {
         };
         let (code, answer) = {
             let mut state = self.lock();
+            state.collect_garbage();
             let result = match (state.injected_failure(&method, &path), parse_path(&path)) {
                 (Some(failure), _) => failure,
                 (None, Some(t)) => state.handle(&method, &t, &query, &content_type, &body),
@@ -383,6 +428,16 @@ impl FakeApi {
         state.objects.insert(key, stored);
     }
 
+    /// Removes an object at once, as if someone else had deleted it.
+    pub fn remove(&self, group_version: &str, plural: &str, namespace: &str, name: &str) {
+        self.lock().objects.remove(&Key {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        });
+    }
+
     /// Replaces the status of a stored object, as its controller would.
     pub fn set_status(
         &self,
@@ -430,6 +485,19 @@ impl FakeApi {
         self.lock().seen.clear();
     }
 
+    /// `(path, propagationPolicy)` of every DELETE answered, in order (the policy empty when the
+    /// request named none).
+    pub fn deletes(&self) -> Vec<(String, String)> {
+        self.requests()
+            .iter()
+            .filter(|s| s.method == "DELETE")
+            .map(|s| {
+                let policy = s.body["propagationPolicy"].as_str().unwrap_or_default();
+                (s.path.clone(), policy.to_string())
+            })
+            .collect()
+    }
+
     /// `(type, reason)` of every event written (created, or counted again), in order.
     pub fn events(&self) -> Vec<(String, String)> {
         self.requests()
@@ -446,6 +514,20 @@ impl FakeApi {
 }
 
 impl State {
+    /// One request has passed: objects whose deletion is done go.
+    fn collect_garbage(&mut self) {
+        for (_, left) in &mut self.terminating {
+            *left = left.saturating_sub(1);
+        }
+        let (gone, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.terminating)
+            .into_iter()
+            .partition(|(_, left)| *left == 0);
+        self.terminating = left;
+        for (key, _) in gone {
+            self.objects.remove(&key);
+        }
+    }
+
     fn injected_failure(&mut self, method: &str, path: &str) -> Option<(u16, Value)> {
         let i = self
             .injected
@@ -572,17 +654,8 @@ impl State {
                 if let Some(ns) = &t.namespace {
                     object["metadata"]["namespace"] = json!(ns);
                 }
-                if let Some(old) = &old {
-                    if immutable_selector(&t.plural, old, &object) {
-                        return status(
-                            422,
-                            "Invalid",
-                            format!(
-                                "{} \"{name}\" is invalid: spec.selector: Invalid value: {}: field is immutable",
-                                t.plural, object["spec"]["selector"]
-                            ),
-                        );
-                    }
+                if let Some(refused) = old.as_ref().and_then(|o| immutable(t, name, o, &object)) {
+                    return refused;
                 }
                 match &old {
                     Some(old) => keep_status(old, &mut object),
@@ -634,14 +707,31 @@ impl State {
                 "UnsupportedMediaType",
                 format!("patch type {content_type} is not served"),
             ),
-            ("DELETE", Some(name)) => match self.objects.remove(&key(name)) {
-                Some(_) => {
-                    let (code, mut answer) = status(200, "", String::new());
-                    answer["details"] = json!({"name": name, "kind": t.plural});
-                    (code, answer)
+            ("DELETE", Some(name)) => {
+                let k = key(name);
+                let Some(mut object) = self.objects.get(&k).cloned() else {
+                    return not_found(t, name);
+                };
+                let finalizer = match body["propagationPolicy"].as_str() {
+                    Some("Orphan") => "orphan",
+                    Some("Foreground") => "foregroundDeletion",
+                    _ => {
+                        self.objects.remove(&k);
+                        let (code, mut answer) = status(200, "", String::new());
+                        answer["details"] = json!({"name": name, "kind": t.plural});
+                        return (code, answer);
+                    }
+                };
+                if !self.terminating.iter().any(|(t, _)| *t == k) {
+                    object["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+                    object["metadata"]["finalizers"] = json!([finalizer]);
+                    self.revision += 1;
+                    object["metadata"]["resourceVersion"] = json!(self.revision.to_string());
+                    self.objects.insert(k.clone(), object.clone());
+                    self.terminating.push((k, GC_REQUESTS));
                 }
-                None => not_found(t, name),
-            },
+                (200, object)
+            }
             _ => status(
                 405,
                 "MethodNotAllowed",
@@ -709,9 +799,22 @@ fn keep_status(old: &Value, object: &mut Value) {
     }
 }
 
-fn immutable_selector(plural: &str, old: &Value, new: &Value) -> bool {
-    (plural == "daemonsets" || plural == "deployments")
-        && old["spec"]["selector"] != new["spec"]["selector"]
+/// The real server's 422 for a change of a field that cannot change: a workload's selector.
+fn immutable(t: &Target, name: &str, old: &Value, new: &Value) -> Option<(u16, Value)> {
+    let message = match t.plural.as_str() {
+        "daemonsets" | "deployments" if old["spec"]["selector"] != new["spec"]["selector"] => {
+            format!(
+                "spec.selector: Invalid value: {}: field is immutable",
+                new["spec"]["selector"]
+            )
+        }
+        _ => return None,
+    };
+    Some(status(
+        422,
+        "Invalid",
+        format!("{} \"{name}\" is invalid: {message}", t.plural),
+    ))
 }
 
 #[cfg(test)]
@@ -741,6 +844,10 @@ mod tests {
         assert!(!selector_matches("a=x", &labels));
         assert!(selector_matches("a!=x,c", &labels));
         assert!(!selector_matches("e", &labels));
+        assert!(selector_matches("a in (x, b),c", &labels));
+        assert!(!selector_matches("a in (x,y)", &labels));
+        assert!(selector_matches("a notin (x,y)", &labels));
+        assert!(!selector_matches("c notin (d)", &labels));
         assert_eq!(
             percent_decode("app.kubernetes.io%2Fmanaged-by%3Dx"),
             "app.kubernetes.io/managed-by=x"
