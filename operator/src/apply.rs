@@ -45,10 +45,8 @@ pub const FIELD_MANAGER: &str = "network-addons-operator";
 const NEVER_OWNED: [&str; 2] = ["Namespace", "CustomResourceDefinition"];
 
 /// Deleted before anything else: a webhook whose service is gone blocks every pod creation.
-const DELETE_FIRST: [&str; 2] = [
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-];
+/// When one of them cannot be deleted, nothing else is, so the Deployment serving it stays.
+const DELETE_FIRST: [&str; 1] = ["MutatingWebhookConfiguration"];
 
 /// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
 /// objects it creates. Those it left and this render lacks are deleted like ours, when a
@@ -398,7 +396,9 @@ pub fn deletable_selector() -> String {
 /// [`deletable_selector`]), owned by a NetworkAddonsConfig and not in `keep` (the objects this
 /// render produced). Namespaced kinds are listed in `namespace`. A kind the API server does not
 /// serve and an object already gone count as done; every other failure is reported and the
-/// remaining objects are still tried.
+/// remaining objects are still tried, except after a failure on a webhook configuration: then
+/// nothing else is deleted (a webhook left behind whose Deployment is gone fails every pod
+/// creation it intercepts).
 pub async fn delete_unrendered(
     client: &Client,
     keep: &HashSet<Identity>,
@@ -407,6 +407,12 @@ pub async fn delete_unrendered(
     let mut out = Deleted::default();
     let selector = deletable_selector();
     for kind in deletion_order() {
+        if !DELETE_FIRST.contains(&kind.kind) && !out.errors.is_empty() {
+            // every failure so far is a webhook configuration's
+            out.errors
+                .push("nothing else deleted while a webhook configuration remains".to_string());
+            return out;
+        }
         let api = api(client, kind, namespace);
         let list = match api.list(&ListParams::default().labels(&selector)).await {
             Ok(list) => list,
@@ -497,6 +503,9 @@ mod tests {
             .iter()
             .all(|k| !DELETE_FIRST.contains(&k.kind)));
         assert!(order.iter().all(|k| !k.keep));
+        for kind in DELETE_FIRST {
+            assert!(order.iter().any(|k| k.kind == kind), "{kind} is rendered");
+        }
     }
 
     #[test]

@@ -1047,6 +1047,43 @@ async fn removing_kubemacpool_deletes_its_webhook_before_anything_else() {
 }
 
 #[tokio::test]
+async fn a_failed_webhook_deletion_stops_the_other_deletions() {
+    let h = harness();
+    h.create("cluster", "kubeMacPool: {}\n").await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.fake.fail_next(
+        "DELETE",
+        "/mutatingwebhookconfigurations/kubemacpool-mutator",
+        500,
+        1,
+    );
+    h.fake.clear_requests();
+
+    assert!(h.reconcile().await.is_err());
+    let deletes = h.fake.deletes();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert_eq!(h.fake.list("apps/v1", "deployments").len(), 2);
+    let degraded = h.condition("Degraded").await;
+    assert_eq!(degraded.reason, "FailedToDeleteObjects");
+    assert!(
+        degraded.message.contains("kubemacpool-mutator"),
+        "{}",
+        degraded.message
+    );
+
+    h.reconcile().await.unwrap();
+    assert!(h
+        .fake
+        .list(
+            "admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations"
+        )
+        .is_empty());
+    assert!(h.fake.list("apps/v1", "deployments").is_empty());
+}
+
+#[tokio::test]
 async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() {
     let h = harness();
     h.create("other", LINUX_BRIDGE).await;
