@@ -1,9 +1,10 @@
 //! Running an installed plugin the way a runtime first does: CNI_COMMAND=VERSION, empty stdin,
 //! no other CNI variable, and reading the JSON it prints.
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,10 @@ use crate::error::{Context, Error, Result};
 /// A plugin that has not answered VERSION by then is broken.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// At most this much of each of stdout and stderr is kept; the rest is read and dropped, so
+/// the plugin never blocks on a full pipe.
+const OUTPUT_LIMIT: usize = 1 << 20;
+
 /// What a plugin answers to VERSION.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -22,9 +27,43 @@ pub struct PluginVersion {
     pub supported_versions: Vec<String>,
 }
 
+/// Which of the plugin's outputs a reader thread drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Reads `from` to its end on a thread of its own, keeping the first [`OUTPUT_LIMIT`] bytes,
+/// and sends them on `done`.
+fn drain(
+    stream: Stream,
+    mut from: impl Read + Send + 'static,
+    done: mpsc::Sender<(Stream, io::Result<Vec<u8>>)>,
+) {
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let result = loop {
+            match from.read(&mut buf) {
+                Ok(0) => break Ok(kept),
+                Ok(n) => {
+                    let room = OUTPUT_LIMIT.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        // The receiver is gone only when version() gave up already.
+        let _ = done.send((stream, result));
+    });
+}
+
 /// Runs `path` with CNI_COMMAND=VERSION and parses its answer.
 pub fn version(path: &Path) -> Result<PluginVersion> {
     let doing = || format!("running {} with CNI_COMMAND=VERSION", path.display());
+    let no_answer = || Error::new(format!("{}: no answer in {}s", doing(), TIMEOUT.as_secs()));
     let mut child = Command::new(path)
         .env_clear()
         .env("CNI_COMMAND", "VERSION")
@@ -34,6 +73,19 @@ pub fn version(path: &Path) -> Result<PluginVersion> {
         .spawn()
         .with_context(doing)?;
     let deadline = Instant::now() + TIMEOUT;
+    // Both pipes are read while the plugin runs: one that fills a pipe (64 KiB) before it
+    // exits would otherwise wait for a reader until the timeout.
+    let (done, outputs) = mpsc::channel();
+    let mut pending = 0;
+    if let Some(out) = child.stdout.take() {
+        drain(Stream::Stdout, out, done.clone());
+        pending += 1;
+    }
+    if let Some(err) = child.stderr.take() {
+        drain(Stream::Stderr, err, done.clone());
+        pending += 1;
+    }
+    drop(done);
     let status = loop {
         if let Some(status) = child.try_wait().with_context(doing)? {
             break status;
@@ -41,21 +93,27 @@ pub fn version(path: &Path) -> Result<PluginVersion> {
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Error::new(format!(
-                "{}: no answer in {}s",
-                doing(),
-                TIMEOUT.as_secs()
-            )));
+            return Err(no_answer());
         }
         thread::sleep(Duration::from_millis(2));
     };
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_end(&mut stdout).with_context(doing)?;
-    }
-    if let Some(mut err) = child.stderr.take() {
-        err.read_to_end(&mut stderr).with_context(doing)?;
+    // Its outputs end when it exits, unless it left a process behind that holds them open:
+    // that is waited for no longer than the timeout either.
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    for _ in 0..pending {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (stream, bytes) = outputs.recv_timeout(left).map_err(|_| {
+            Error::new(format!(
+                "{}: exited ({status}) but its output was still open after {}s",
+                doing(),
+                TIMEOUT.as_secs()
+            ))
+        })?;
+        let bytes = bytes.with_context(doing)?;
+        match stream {
+            Stream::Stdout => stdout = bytes,
+            Stream::Stderr => stderr = bytes,
+        }
     }
     if !status.success() {
         return Err(Error::new(format!(
@@ -103,6 +161,59 @@ mod tests {
             br#"{"cniVersion":"1.1.0","supportedVersions":[]}"#,
         ] {
             assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// A script in a directory of its own; its path. Written before it is run, it may be busy
+    /// for an instant if another test's fork still holds the write descriptor: retried.
+    fn script(name: &str, body: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!(
+            "cni-installer-verify-{}-{name}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    fn version_retrying_busy(path: &Path) -> Result<PluginVersion> {
+        for _ in 0..20 {
+            match version(path) {
+                Err(e) if e.msg().contains("Text file busy") => {
+                    thread::sleep(Duration::from_millis(10))
+                }
+                other => return other,
+            }
+        }
+        version(path)
+    }
+
+    /// More than a pipe holds (64 KiB) on both stdout and stderr: read while the plugin runs,
+    /// so it answers at once rather than blocking until the timeout.
+    #[test]
+    fn a_plugin_printing_more_than_a_pipe_holds_is_read_while_it_runs() {
+        let blanks = " ".repeat(300 * 1024);
+        let answer = r#"{"cniVersion":"1.1.0","supportedVersions":["1.0.0","1.1.0"]}"#;
+        let chatty = script(
+            "chatty",
+            &format!("echo '{blanks}' >&2\necho '{blanks}{answer}'\necho '{blanks}' >&2\n"),
+        );
+        let started = Instant::now();
+        let v = version_retrying_busy(&chatty).expect("a valid answer");
+        assert_eq!(v.cni_version, "1.1.0");
+        assert!(started.elapsed() < TIMEOUT / 2, "{:?}", started.elapsed());
+
+        // Failing after as much on stderr: its exit status, not a timeout.
+        let failing = script("failing", &format!("echo '{blanks}' >&2\nexit 3\n"));
+        let started = Instant::now();
+        let err = version_retrying_busy(&failing).expect_err("exit 3");
+        assert!(err.msg().contains("exit status: 3"), "{}", err.msg().trim());
+        assert!(started.elapsed() < TIMEOUT / 2, "{:?}", started.elapsed());
+        for path in [chatty, failing] {
+            let _ = std::fs::remove_dir_all(path.parent().expect("dir"));
         }
     }
 
