@@ -11,26 +11,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cni_common::netlink::{Netlink, Veth};
-use cni_common::netns::NetNs;
 use cni_installer::bridges::{self, Source};
 use cni_installer::marker::Mark;
-use common::TestDir;
-use nix::sched::{unshare, CloneFlags};
+use common::{new_netns, TestDir};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| s.to_string()).collect()
-}
-
-/// A fresh network namespace, made on a throwaway thread so the test's own never moves.
-fn new_netns() -> NetNs {
-    thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
 }
 
 #[test]

@@ -18,19 +18,9 @@ use std::time::{Duration, Instant};
 use cni_common::netlink::Netlink;
 use cni_common::netns::NetNs;
 use common::*;
-use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
-
-fn new_netns() -> NetNs {
-    thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
-        NetNs::current().expect("open the new netns")
-    })
-    .join()
-    .expect("unshare thread")
-}
 
 /// The Node `node-1` as the fake API server holds it, every PATCH body it received, and every
 /// request it refused as RBAC would. With `hang`, a GET of the Node is never answered (and

@@ -1,5 +1,6 @@
 //! What the installer's integration tests share: the binary under test, directories of their
-//! own on a real disk (so fsync means something), plugin binaries to install, and file facts.
+//! own on a real disk (so fsync means something), plugin binaries to install, file facts, and
+//! throwaway network namespaces.
 
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -9,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+use std::thread;
 
+use cni_common::netns::NetNs;
+use nix::sched::{unshare, CloneFlags};
 use sha2::{Digest, Sha256};
 
 /// The cni-installer binary under test.
@@ -181,4 +185,14 @@ pub fn version_of(path: &Path) -> std::io::Result<String> {
         )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A fresh network namespace, made on a throwaway thread so the test's own never moves.
+pub fn new_netns() -> NetNs {
+    thread::spawn(|| {
+        unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) (tests run as root)");
+        NetNs::current().expect("open the new netns")
+    })
+    .join()
+    .expect("unshare thread")
 }
