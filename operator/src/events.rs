@@ -1,6 +1,8 @@
-//! Events recorded on the NetworkAddonsConfig, with the reasons the upstream operator uses:
-//! `Progressing`, `Available` (only when it becomes available), `Modified` (the applied spec
-//! changed, the first apply included) and `Failed: <reason>` warnings.
+//! Events recorded on the NetworkAddonsConfig, with the reasons the upstream operator uses, each
+//! on a transition only, so a reconcile every minute does not pile up events: `Progressing` (the
+//! Progressing condition turns True), `Available` (it becomes available), `Modified` (the applied
+//! spec changed, the first apply included) and `Failed: <reason>` warnings (Degraded turns True,
+//! or its reason changes).
 //!
 //! The object is cluster-scoped, so its events go to the `default` namespace. A failure to
 //! record an event is logged and otherwise ignored: it never fails a reconcile.

@@ -299,10 +299,12 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
             }
         }
         Health::Deploying { .. } => {
-            ctx.events
-                .normal(nac, events::PROGRESSING, &lines.join("\n"))
-                .await;
-            if !hung.is_empty() {
+            if !status::is_true(&written.before, status::PROGRESSING) {
+                ctx.events
+                    .normal(nac, events::PROGRESSING, &lines.join("\n"))
+                    .await;
+            }
+            if !hung.is_empty() && status::degraded_anew(&written.before, "RolloutHung") {
                 ctx.events
                     .failed(nac, "RolloutHung", &hung.join("\n"))
                     .await;
@@ -321,7 +323,8 @@ pub fn owner_reference(nac: &NetworkAddonsConfig) -> Option<OwnerReference> {
     Some(owner)
 }
 
-/// Reports a failure: Degraded with `reason`, a Warning event, and the error to retry on.
+/// Reports a failure: Degraded with `reason`, a Warning event when Degraded was not already
+/// True for this reason, and the error to retry on.
 async fn fail(
     ctx: &Ctx,
     nac: &NetworkAddonsConfig,
@@ -341,14 +344,20 @@ async fn fail(
         not_deployed: None,
         now,
     };
-    if let Err(e) = status::write(&ctx.client, CONFIG_NAME, |old| {
+    let news = match status::write(&ctx.client, CONFIG_NAME, |old| {
         status::next_status(old, &report)
     })
     .await
     {
-        eprintln!("status not written: {e}");
+        Ok(written) => status::degraded_anew(&written.before, reason),
+        Err(e) => {
+            eprintln!("status not written: {e}");
+            true
+        }
+    };
+    if news {
+        ctx.events.failed(nac, reason, &message).await;
     }
-    ctx.events.failed(nac, reason, &message).await;
     Err(Error::new(format!("{reason}: {message}")))
 }
 

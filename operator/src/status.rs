@@ -189,6 +189,15 @@ pub fn is_true(status: &NetworkAddonsConfigStatus, type_: &str) -> bool {
         .any(|c| c.type_ == type_ && c.status == "True")
 }
 
+/// Whether reporting Degraded with `reason` is news: Degraded was not True, or was True for
+/// another reason. A Warning event is recorded only then.
+pub fn degraded_anew(before: &NetworkAddonsConfigStatus, reason: &str) -> bool {
+    !before
+        .conditions
+        .iter()
+        .any(|c| c.type_ == DEGRADED && c.status == "True" && c.reason == reason)
+}
+
 /// Why a DaemonSet is still rolling out, or `None` when it is available.
 pub fn daemonset_progress(ds: &DaemonSet) -> Option<String> {
     let status = ds.status.clone().unwrap_or_default();
@@ -483,6 +492,36 @@ mod tests {
         assert_eq!(next.operator_version.as_deref(), Some("1.2.3"));
         assert_eq!(next.target_version.as_deref(), Some("1.2.3"));
         assert_eq!(next.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn degraded_is_news_when_it_turns_true_or_changes_reason() {
+        let failing = |reason: &str| {
+            next_status(
+                &NetworkAddonsConfigStatus::default(),
+                &report(
+                    Health::Failing {
+                        reason: reason.to_string(),
+                        message: "m".to_string(),
+                    },
+                    0,
+                ),
+            )
+        };
+        assert!(degraded_anew(
+            &NetworkAddonsConfigStatus::default(),
+            "FailedToApply"
+        ));
+        assert!(!degraded_anew(&failing("FailedToApply"), "FailedToApply"));
+        assert!(degraded_anew(
+            &failing("FailedToApply"),
+            "FailedToDeleteObjects"
+        ));
+        let available = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(Health::Available, 0),
+        );
+        assert!(degraded_anew(&available, "FailedToApply"));
     }
 
     #[test]

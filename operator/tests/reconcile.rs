@@ -315,6 +315,59 @@ async fn a_daemonset_unchanged_for_ten_minutes_is_a_hung_rollout() {
     assert_eq!(h.condition("Available").await.status, "True");
 }
 
+fn count(reasons: &[String], reason: &str) -> usize {
+    reasons.iter().filter(|r| *r == reason).count()
+}
+
+#[tokio::test]
+async fn progressing_is_recorded_once_per_rollout() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_unavailable(BRIDGE_DS);
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    assert_eq!(count(&h.event_reasons(), "Progressing"), 1);
+
+    // available, then a new rollout
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.patch_spec(json!({"placementConfiguration": {"workloads": {"nodeSelector": {"a": "b"}}}}))
+        .await;
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+    assert_eq!(count(&h.event_reasons(), "Progressing"), 2);
+}
+
+#[tokio::test]
+async fn a_hung_rollout_is_recorded_once() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+    h.set_unavailable(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.advance(11);
+    h.reconcile().await.unwrap();
+    // still hung a minute later, with another note ("for 12 minutes")
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("Degraded").await.reason, "RolloutHung");
+    assert_eq!(h.warnings(), ["Failed: RolloutHung"]);
+}
+
+#[tokio::test]
+async fn a_failure_that_repeats_is_recorded_once() {
+    let h = harness();
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.fake
+        .fail_next("PATCH", &format!("/daemonsets/{BRIDGE_DS}"), 500, 2);
+    assert!(h.reconcile().await.is_err());
+    assert!(h.reconcile().await.is_err());
+    assert_eq!(h.warnings(), ["Failed: FailedToApply"]);
+}
+
 #[tokio::test]
 async fn a_daemonset_whose_status_moves_is_not_hung() {
     let h = harness();
