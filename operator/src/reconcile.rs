@@ -8,10 +8,13 @@
 //!    spec, so a failed deletion is retried from an accurate previous spec; 6. report conditions
 //!    from the rendered DaemonSets and Deployments; 7. record events.
 //!
-//! Any failure is reported as Degraded with its reason and a Warning event, and the reconcile
-//! is retried with a growing delay. Otherwise the object is reconciled again every minute, which
-//! also undoes changes made behind the operator's back, and whenever one of its DaemonSets or
-//! Deployments changes.
+//! A failure to validate, read the previous spec, render, apply or delete is reported as
+//! Degraded with its reason (and a Warning event when that is news), and the reconcile is
+//! retried with a growing delay. A failure to read the DaemonSets' and Deployments' progress or
+//! to write the status itself (or a NetworkAddonsConfig without a uid, which no API server
+//! serves) leaves the status as it was: it is logged and retried the same way. Otherwise the
+//! object is reconciled again every minute, which also undoes changes made behind the
+//! operator's back, and whenever one of its DaemonSets or Deployments changes.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};

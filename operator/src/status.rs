@@ -33,6 +33,10 @@ pub const PROGRESS_TIMEOUT: SignedDuration = SignedDuration::from_mins(10);
 const WRITE_ATTEMPTS: usize = 10;
 const WRITE_RETRY_DELAY: Duration = Duration::from_millis(50);
 
+/// The failures only a change of the spec resolves: reported as an invalid configuration that
+/// needs human interaction. Every other failure is retried by the operator.
+pub const NEEDS_A_SPEC_CHANGE: [&str; 2] = ["FailedToValidate", "UnsafeChange"];
+
 /// What this reconcile found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Health {
@@ -74,13 +78,18 @@ pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkA
         .clone()
         .unwrap_or_else(|| old.not_deployed.clone());
     let (available, progressing, degraded) = match &report.health {
-        Health::Failing { reason, message } => (
+        Health::Failing { reason, message } if NEEDS_A_SPEC_CHANGE.contains(&reason.as_str()) => (
             cond(false, "Failing", "Unable to apply desired configuration"),
             cond(
                 false,
                 "InvalidConfiguration",
                 "Human interaction is needed: see the Degraded condition",
             ),
+            cond(true, reason, message),
+        ),
+        Health::Failing { reason, message } => (
+            cond(false, "Failing", "Unable to apply desired configuration"),
+            cond(false, "Failing", &format!("Retrying: {message}")),
             cond(true, reason, message),
         ),
         Health::Deploying { progressing, hung } if !hung.is_empty() => (
@@ -492,6 +501,30 @@ mod tests {
         assert_eq!(next.operator_version.as_deref(), Some("1.2.3"));
         assert_eq!(next.target_version.as_deref(), Some("1.2.3"));
         assert_eq!(next.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn a_failure_the_operator_retries_asks_for_no_human_interaction() {
+        let next = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(
+                Health::Failing {
+                    reason: "FailedToApply".to_string(),
+                    message: "apply DaemonSet ns/a: connection refused".to_string(),
+                },
+                0,
+            ),
+        );
+        let progressing = condition(&next, PROGRESSING);
+        assert_eq!(
+            (progressing.status.as_str(), progressing.reason.as_str()),
+            ("False", "Failing")
+        );
+        assert_eq!(
+            progressing.message,
+            "Retrying: apply DaemonSet ns/a: connection refused"
+        );
+        assert_eq!(condition(&next, DEGRADED).reason, "FailedToApply");
     }
 
     #[test]

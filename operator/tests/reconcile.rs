@@ -973,6 +973,16 @@ async fn a_failed_apply_is_degraded_with_a_warning() {
         ("True", "FailedToApply")
     );
     assert!(degraded.message.contains(BRIDGE_DS), "{}", degraded.message);
+    let progressing = h.condition("Progressing").await;
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("False", "Failing")
+    );
+    assert!(
+        progressing.message.starts_with("Retrying: "),
+        "{}",
+        progressing.message
+    );
     assert_eq!(h.warnings(), ["Failed: FailedToApply"]);
     assert!(h.fake.configmap(NS, APPLIED_CONFIGMAP).is_none());
 
