@@ -10,8 +10,8 @@
 //!   other manager's extra env, args or volumes in place. Orphaning keeps a DaemonSet's or
 //!   Deployment's pods running; the new object, with the same selector, adopts them and rolls
 //!   them per its update strategy. Objects already labelled ours are never re-created for this;
-//! - an apply refused because it changes an immutable field (a DaemonSet's selector) deletes
-//!   the object and creates it again.
+//! - an apply refused because it changes an immutable field (a DaemonSet's selector, a binding's
+//!   roleRef) deletes the object and creates it again.
 //!
 //! Whether an object is ours is read before its first apply in this process; [`Ours`] then keeps
 //! the uid the apply returned, so later reconciles apply without reading, and a uid that changed
@@ -177,7 +177,7 @@ pub fn is_create_only(object: &Value) -> bool {
 pub enum Applied {
     /// Server-side applied (created or updated, possibly a no-op).
     Applied,
-    /// Deleted and created again: the apply changed an immutable field.
+    /// Deleted and created again: the apply changed an immutable field (a selector, a roleRef).
     Recreated,
     /// Deleted, keeping its pods, and created again: it did not carry our managed-by label, or
     /// someone replaced it since the last apply.
@@ -246,7 +246,8 @@ pub fn is_ours(object: &DynamicObject) -> bool {
 
 /// Whether the API server refused an apply because it changes a field that cannot change.
 fn is_immutable_change(s: &kube::core::Status) -> bool {
-    s.code == 422 && s.message.contains("field is immutable")
+    s.code == 422
+        && (s.message.contains("field is immutable") || s.message.contains("cannot change roleRef"))
 }
 
 /// Applies one rendered object (which must name its namespace when its kind is namespaced).

@@ -874,6 +874,43 @@ async fn objects_of_the_upstream_operator_not_owned_by_the_config_are_kept() {
 }
 
 #[tokio::test]
+async fn a_binding_whose_role_changed_is_deleted_and_created_again() {
+    let h = harness();
+    // ours, but bound to a role this release does not render: roleRef cannot change in place
+    h.fake.put(
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "bridge-marker-crb",
+                            "labels": {labels::MANAGED_BY: labels::MANAGED_BY_VALUE}},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "old-role"},
+               "subjects": []}),
+    );
+    h.create("cluster", LINUX_BRIDGE).await;
+    h.reconcile().await.unwrap();
+
+    let binding = h
+        .fake
+        .get(
+            "rbac.authorization.k8s.io/v1",
+            "clusterrolebindings",
+            "",
+            "bridge-marker-crb",
+        )
+        .unwrap();
+    assert_eq!(binding["roleRef"]["name"], "bridge-marker-cr");
+    assert_eq!(
+        h.fake.deletes(),
+        [(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/bridge-marker-crb".to_string(),
+            "Background".to_string()
+        )]
+    );
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
 async fn drift_is_undone_on_the_next_reconcile() {
     let h = harness();
     h.create("cluster", LINUX_BRIDGE).await;

@@ -8,7 +8,8 @@
 //! that moves when their spec does. Server-side apply is modelled for a single field manager:
 //! the applied body replaces the object, keeping its status and system fields (so a test can
 //! check the operator, not the fake, drops the fields another manager set). Changing the
-//! `spec.selector` of a DaemonSet or Deployment is refused as immutable, as the real server does.
+//! `spec.selector` of a DaemonSet or Deployment is refused as immutable, and so is changing the
+//! `roleRef` of a (Cluster)RoleBinding, as the real server does.
 //!
 //! A DELETE with `propagationPolicy` `Orphan` or `Foreground` leaves the object in place, marked
 //! with a deletionTimestamp and a finalizer, until the garbage collector would be done with it:
@@ -799,13 +800,20 @@ fn keep_status(old: &Value, object: &mut Value) {
     }
 }
 
-/// The real server's 422 for a change of a field that cannot change: a workload's selector.
+/// The real server's 422 for a change of a field that cannot change: a workload's selector, a
+/// binding's roleRef.
 fn immutable(t: &Target, name: &str, old: &Value, new: &Value) -> Option<(u16, Value)> {
     let message = match t.plural.as_str() {
         "daemonsets" | "deployments" if old["spec"]["selector"] != new["spec"]["selector"] => {
             format!(
                 "spec.selector: Invalid value: {}: field is immutable",
                 new["spec"]["selector"]
+            )
+        }
+        "clusterrolebindings" | "rolebindings" if old["roleRef"] != new["roleRef"] => {
+            format!(
+                "roleRef: Invalid value: {}: cannot change roleRef",
+                new["roleRef"]
             )
         }
         _ => return None,
