@@ -1,7 +1,7 @@
 //! What every component's objects share: labels and metadata, placement, small builders for
-//! containers, volumes and RBAC, the operand Namespace, and the two containers of our CNI
-//! installer image (an init container that installs, a long-running one that keeps the
-//! binaries in place and marks the node).
+//! containers, volumes and RBAC, the operand Namespace, the two containers of our CNI installer
+//! image (an init container that installs, a long-running one that keeps the binaries in place
+//! and marks the node), and the DaemonSet around them.
 
 use std::collections::BTreeMap;
 
@@ -411,23 +411,87 @@ pub fn install_container(ctx: &Ctx, plugins: &[&str]) -> Container {
     }
 }
 
-/// What the long-running installer container does besides keeping the binaries installed.
+/// What differs between the DaemonSets that put our plugins on every node. Each runs an init
+/// container installing `plugins`, then its main container, in the host's network namespace
+/// (the markers read the host's links, the macvtap device plugin creates them), as
+/// `system-node-critical`, rolled out to 10% of the nodes at a time.
+pub struct PluginDaemonSet<'a> {
+    pub component: Component,
+    pub name: &'a str,
+    /// Upstream's selector labels, fixed once created.
+    pub selector: &'a [(&'a str, &'a str)],
+    pub service_account: &'a str,
+    /// The pod template's one-line description.
+    pub description: &'a str,
+    pub plugins: &'a [&'a str],
+    /// Host volumes besides the CNI binary directory.
+    pub extra_volumes: Vec<Volume>,
+    /// Whether the pods share the host's PID namespace.
+    pub host_pid: bool,
+}
+
+/// The DaemonSet of `ds`, with `main` as its long-running container.
+pub fn plugin_daemon_set(ctx: &Ctx, ds: PluginDaemonSet, main: Container) -> DaemonSet {
+    let mut volumes = vec![cni_bin_volume(ctx)];
+    volumes.extend(ds.extra_volumes);
+    let pod = PodSpec {
+        service_account_name: Some(ds.service_account.to_string()),
+        host_network: Some(true),
+        host_pid: ds.host_pid.then_some(true),
+        priority_class_name: Some("system-node-critical".to_string()),
+        init_containers: Some(vec![install_container(ctx, ds.plugins)]),
+        containers: vec![main],
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    daemon_set(
+        ctx,
+        ds.component,
+        ds.name,
+        ds.selector,
+        ds.description,
+        pod,
+        Some("10%"),
+    )
+}
+
+/// What a marker's long-running installer container does besides keeping the binaries
+/// installed.
 pub struct Agent<'a> {
     /// The container's name (upstream's, so the status lists familiar names).
     pub name: &'a str,
-    pub plugins: &'a [&'a str],
     /// `--mark <kind>`: publish the node's bridges of this kind as extended resources.
     pub mark: &'a str,
     /// Extra arguments after the common ones.
     pub extra_args: &'a [&'a str],
-    /// Extra host mounts, with their volumes.
+    /// Extra host mounts; their volumes go in [`PluginDaemonSet::extra_volumes`].
     pub extra_mounts: Vec<VolumeMount>,
+}
+
+/// Everything a bridge marker component renders: its service account, ClusterRole `role` and
+/// binding `binding` ([`marker_rbac`]), then its DaemonSet, whose long-running container is the
+/// installer itself, keeping the plugins installed and marking the node's bridges.
+pub fn marker(
+    ctx: &Ctx,
+    role: &str,
+    binding: &str,
+    ds: PluginDaemonSet,
+    agent: Agent,
+) -> Result<Vec<Rendered>> {
+    let component = ds.component;
+    let mut out = marker_rbac(ctx, component, ds.service_account, role, binding)?;
+    let main = agent_container(ctx, ds.plugins, agent);
+    out.push(to_rendered(
+        Some(component),
+        &plugin_daemon_set(ctx, ds, main),
+    )?);
+    Ok(out)
 }
 
 /// The long-running installer container: re-installs when a binary goes missing or changes,
 /// marks the node's bridges, and is ready only while every plugin is installed and verified.
-pub fn agent_container(ctx: &Ctx, agent: Agent) -> Container {
-    let mut command = installer_args(ctx, "run", agent.plugins);
+fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
+    let mut command = installer_args(ctx, "run", plugins);
     command.extend(strings(&["--replace-foreign", "--mark", agent.mark]));
     command.extend(strings(agent.extra_args));
     let mut mounts = vec![cni_bin_mount(ctx)];
@@ -437,7 +501,7 @@ pub fn agent_container(ctx: &Ctx, agent: Agent) -> Container {
         env: Some(vec![field_env("NODE_NAME", "spec.nodeName")]),
         readiness_probe: Some(Probe {
             exec: Some(ExecAction {
-                command: Some(installer_args(ctx, "probe", agent.plugins)),
+                command: Some(installer_args(ctx, "probe", plugins)),
             }),
             period_seconds: Some(10),
             ..Probe::default()
@@ -451,7 +515,7 @@ pub fn agent_container(ctx: &Ctx, agent: Agent) -> Container {
 
 /// The service account, ClusterRole and binding of a bridge marker: it reads Node objects and
 /// writes the bridge resources into their status.
-pub fn marker_rbac(
+fn marker_rbac(
     ctx: &Ctx,
     component: Component,
     account: &str,

@@ -7,9 +7,7 @@
 //! DaemonSet, its selector, service account and RBAC are upstream's, so objects upstream created
 //! are taken over in place.
 
-use k8s_openapi::api::core::v1::PodSpec;
-
-use super::common::{self, Agent, Ctx};
+use super::common::{self, Agent, Ctx, PluginDaemonSet};
 use super::Rendered;
 use crate::error::Result;
 use crate::spec::Component;
@@ -23,41 +21,26 @@ const SELECTOR: &[(&str, &str)] = &[("name", DAEMON_SET)];
 const COMPONENT: Component = Component::LinuxBridge;
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
-    let mut out = common::marker_rbac(
+    common::marker(
         ctx,
-        COMPONENT,
-        SERVICE_ACCOUNT,
         CLUSTER_ROLE,
         CLUSTER_ROLE_BINDING,
-    )?;
-    let pod = PodSpec {
-        service_account_name: Some(SERVICE_ACCOUNT.to_string()),
-        // The marker reads the host's links: it must be in the host's network namespace.
-        host_network: Some(true),
-        priority_class_name: Some("system-node-critical".to_string()),
-        init_containers: Some(vec![common::install_container(ctx, PLUGINS)]),
-        containers: vec![common::agent_container(
-            ctx,
-            Agent {
-                name: "cni-plugins",
-                plugins: PLUGINS,
-                mark: "linux-bridge",
-                extra_args: &[],
-                extra_mounts: Vec::new(),
-            },
-        )],
-        volumes: Some(vec![common::cni_bin_volume(ctx)]),
-        ..PodSpec::default()
-    };
-    let ds = common::daemon_set(
-        ctx,
-        COMPONENT,
-        DAEMON_SET,
-        SELECTOR,
-        "Installs the bridge and tuning CNI plugins and publishes the node's Linux bridges",
-        pod,
-        Some("10%"),
-    );
-    out.push(common::to_rendered(Some(COMPONENT), &ds)?);
-    Ok(out)
+        PluginDaemonSet {
+            component: COMPONENT,
+            name: DAEMON_SET,
+            selector: SELECTOR,
+            service_account: SERVICE_ACCOUNT,
+            description:
+                "Installs the bridge and tuning CNI plugins and publishes the node's Linux bridges",
+            plugins: PLUGINS,
+            extra_volumes: Vec::new(),
+            host_pid: false,
+        },
+        Agent {
+            name: "cni-plugins",
+            mark: "linux-bridge",
+            extra_args: &[],
+            extra_mounts: Vec::new(),
+        },
+    )
 }

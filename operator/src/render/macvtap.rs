@@ -8,11 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapEnvSource, Container, EnvFromSource, PodSpec,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, ConfigMapEnvSource, Container, EnvFromSource};
 
-use super::common::{self, Ctx};
+use super::common::{self, Ctx, PluginDaemonSet};
 use super::Rendered;
 use crate::defaults::DEFAULT_DEVICE_PLUGIN_CONFIG;
 use crate::error::Result;
@@ -65,28 +63,20 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         volume_mounts: Some(vec![common::mount("deviceplugin", DEVICE_PLUGINS_DIR)]),
         ..common::container(ctx, "macvtap-cni", &ctx.settings.macvtap_cni_image)
     };
-    let pod = PodSpec {
-        service_account_name: Some(SERVICE_ACCOUNT.to_string()),
-        // The device plugin lists and creates links in the host's network namespace.
-        host_network: Some(true),
-        host_pid: Some(true),
-        priority_class_name: Some("system-node-critical".to_string()),
-        init_containers: Some(vec![common::install_container(ctx, PLUGINS)]),
-        containers: vec![device_plugin],
-        volumes: Some(vec![
-            common::cni_bin_volume(ctx),
-            common::host_path_volume("deviceplugin", DEVICE_PLUGINS_DIR),
-        ]),
-        ..PodSpec::default()
-    };
-    let ds = common::daemon_set(
+    let ds = common::plugin_daemon_set(
         ctx,
-        COMPONENT,
-        DAEMON_SET,
-        SELECTOR,
-        "Installs the macvtap CNI plugin and offers host links as macvtap resources",
-        pod,
-        Some("10%"),
+        PluginDaemonSet {
+            component: COMPONENT,
+            name: DAEMON_SET,
+            selector: SELECTOR,
+            service_account: SERVICE_ACCOUNT,
+            description:
+                "Installs the macvtap CNI plugin and offers host links as macvtap resources",
+            plugins: PLUGINS,
+            extra_volumes: vec![common::host_path_volume("deviceplugin", DEVICE_PLUGINS_DIR)],
+            host_pid: true,
+        },
+        device_plugin,
     );
     out.push(common::to_rendered(Some(COMPONENT), &ds)?);
     Ok(out)

@@ -6,9 +6,7 @@
 //! the same image; here both are our installer. The DaemonSet, selector, service account and
 //! RBAC names are upstream's.
 
-use k8s_openapi::api::core::v1::PodSpec;
-
-use super::common::{self, Agent, Ctx};
+use super::common::{self, Agent, Ctx, PluginDaemonSet};
 use super::Rendered;
 use crate::error::Result;
 use crate::spec::Component;
@@ -25,45 +23,28 @@ const SELECTOR: &[(&str, &str)] = &[("app", "ovs-cni")];
 const COMPONENT: Component = Component::Ovs;
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
-    let mut out = common::marker_rbac(
-        ctx,
-        COMPONENT,
-        SERVICE_ACCOUNT,
-        CLUSTER_ROLE,
-        CLUSTER_ROLE_BINDING,
-    )?;
     let run_dir_in_pod = common::host_path(OVS_RUN_DIR);
     let ovsdb = format!("unix:{run_dir_in_pod}/db.sock");
-    let pod = PodSpec {
-        service_account_name: Some(SERVICE_ACCOUNT.to_string()),
-        host_network: Some(true),
-        priority_class_name: Some("system-node-critical".to_string()),
-        init_containers: Some(vec![common::install_container(ctx, PLUGINS)]),
-        containers: vec![common::agent_container(
-            ctx,
-            Agent {
-                name: "ovs-cni-plugin",
-                plugins: PLUGINS,
-                mark: "ovs",
-                extra_args: &["--ovsdb", &ovsdb],
-                extra_mounts: vec![common::mount(OVS_RUN_VOLUME, &run_dir_in_pod)],
-            },
-        )],
-        volumes: Some(vec![
-            common::cni_bin_volume(ctx),
-            common::host_path_volume(OVS_RUN_VOLUME, OVS_RUN_DIR),
-        ]),
-        ..PodSpec::default()
-    };
-    let ds = common::daemon_set(
+    common::marker(
         ctx,
-        COMPONENT,
-        DAEMON_SET,
-        SELECTOR,
-        "Installs the ovs CNI plugin and publishes the node's Open vSwitch bridges",
-        pod,
-        Some("10%"),
-    );
-    out.push(common::to_rendered(Some(COMPONENT), &ds)?);
-    Ok(out)
+        CLUSTER_ROLE,
+        CLUSTER_ROLE_BINDING,
+        PluginDaemonSet {
+            component: COMPONENT,
+            name: DAEMON_SET,
+            selector: SELECTOR,
+            service_account: SERVICE_ACCOUNT,
+            description:
+                "Installs the ovs CNI plugin and publishes the node's Open vSwitch bridges",
+            plugins: PLUGINS,
+            extra_volumes: vec![common::host_path_volume(OVS_RUN_VOLUME, OVS_RUN_DIR)],
+            host_pid: false,
+        },
+        Agent {
+            name: "ovs-cni-plugin",
+            mark: "ovs",
+            extra_args: &["--ovsdb", &ovsdb],
+            extra_mounts: vec![common::mount(OVS_RUN_VOLUME, &run_dir_in_pod)],
+        },
+    )
 }
