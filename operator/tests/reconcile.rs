@@ -47,6 +47,14 @@ fn new_ctx(client: &Client, now: &Arc<Mutex<Timestamp>>, prefix: [u8; 2]) -> Ctx
         .with_prefix(Arc::new(move || prefix))
 }
 
+/// A harness whose `cluster` has `spec_yaml` and was reconciled once.
+async fn started(spec_yaml: &str) -> Harness {
+    let h = harness();
+    h.create("cluster", spec_yaml).await;
+    h.reconcile().await.unwrap();
+    h
+}
+
 fn harness() -> Harness {
     let (client, fake) = fake_api::start();
     let now = Arc::new(Mutex::new(Timestamp::from_second(1_750_000_000).unwrap()));
@@ -100,6 +108,18 @@ impl Harness {
         *now = now.checked_add(SignedDuration::from_mins(minutes)).unwrap();
     }
 
+    /// The condition of `type_`, checked to have `status` and `reason`.
+    async fn expect_condition(&self, type_: &str, status: &str, reason: &str) -> Condition {
+        let c = self.condition(type_).await;
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            (status, reason),
+            "{type_}: {}",
+            c.message
+        );
+        c
+    }
+
     async fn condition(&self, type_: &str) -> Condition {
         let nac = self.nac().await;
         nac.status
@@ -118,37 +138,50 @@ impl Harness {
         serde_json::from_str(cm["data"][APPLIED_KEY].as_str().unwrap()).unwrap()
     }
 
-    fn set_ready(&self, name: &str) {
+    /// Sets a DaemonSet's status as its controller would: scheduled and updated on two nodes,
+    /// `available` of them available.
+    fn set_available_on(&self, name: &str, available: i64) {
         let ds = self.fake.daemonset(NS, name).expect("DaemonSet");
-        let generation = ds["metadata"]["generation"].clone();
-        self.fake.set_status(
-            "apps/v1",
-            "daemonsets",
-            NS,
-            name,
-            json!({
-                "currentNumberScheduled": 2, "desiredNumberScheduled": 2,
-                "numberMisscheduled": 0, "numberReady": 2, "numberAvailable": 2,
-                "updatedNumberScheduled": 2, "observedGeneration": generation
-            }),
-        );
+        let mut status = json!({
+            "currentNumberScheduled": 2, "desiredNumberScheduled": 2,
+            "numberMisscheduled": 0, "numberReady": available, "numberAvailable": available,
+            "updatedNumberScheduled": 2, "observedGeneration": ds["metadata"]["generation"]
+        });
+        if available < 2 {
+            status["numberUnavailable"] = json!(2 - available);
+        }
+        self.fake
+            .set_status("apps/v1", "daemonsets", NS, name, status);
+    }
+
+    fn set_ready(&self, name: &str) {
+        self.set_available_on(name, 2);
     }
 
     fn set_unavailable(&self, name: &str) {
-        let ds = self.fake.daemonset(NS, name).expect("DaemonSet");
-        let generation = ds["metadata"]["generation"].clone();
+        self.set_available_on(name, 1);
+    }
+
+    fn set_deployment_ready(&self, name: &str) {
+        let d = self
+            .fake
+            .get("apps/v1", "deployments", NS, name)
+            .expect("Deployment");
         self.fake.set_status(
             "apps/v1",
-            "daemonsets",
+            "deployments",
             NS,
             name,
-            json!({
-                "currentNumberScheduled": 2, "desiredNumberScheduled": 2,
-                "numberMisscheduled": 0, "numberReady": 1, "numberAvailable": 1,
-                "numberUnavailable": 1, "updatedNumberScheduled": 2,
-                "observedGeneration": generation
-            }),
+            json!({"replicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+                   "updatedReplicas": 1, "observedGeneration": d["metadata"]["generation"]}),
         );
+    }
+
+    fn webhook_configurations(&self) -> Vec<Value> {
+        self.fake.list(
+            "admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations",
+        )
     }
 
     fn event_reasons(&self) -> Vec<String> {
@@ -164,6 +197,11 @@ impl Harness {
             .collect()
     }
 
+    /// Whether an object whose path ends with `name` was written.
+    fn wrote(&self, name: &str) -> bool {
+        self.object_writes().iter().any(|w| w.ends_with(name))
+    }
+
     /// Writes other than the status and events.
     fn object_writes(&self) -> Vec<String> {
         self.fake
@@ -173,6 +211,15 @@ impl Harness {
             .map(|s| format!("{} {}", s.method, s.path))
             .collect()
     }
+}
+
+/// How many times `reason` is among `reasons`.
+fn count(reasons: &[String], reason: &str) -> usize {
+    reasons.iter().filter(|r| *r == reason).count()
+}
+
+fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} not in {text:?}");
 }
 
 fn owner_kinds(object: &Value) -> Vec<String> {
@@ -188,9 +235,7 @@ const LINUX_BRIDGE: &str = "linuxBridge: {}\n";
 
 #[tokio::test]
 async fn creating_a_config_applies_its_objects_records_the_spec_and_reports_progress() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
 
     let ds = h
         .fake
@@ -223,19 +268,9 @@ async fn creating_a_config_applies_its_objects_records_the_spec_and_reports_prog
     let record = h.fake.configmap(NS, APPLIED_CONFIGMAP).unwrap();
     assert_eq!(owner_kinds(&record), ["NetworkAddonsConfig"]);
 
-    let progressing = h.condition("Progressing").await;
-    assert_eq!(progressing.status, "True");
-    assert_eq!(progressing.reason, "Deploying");
-    assert!(
-        progressing.message.contains(BRIDGE_DS),
-        "{}",
-        progressing.message
-    );
-    let available = h.condition("Available").await;
-    assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
-        ("False", "Startup")
-    );
+    let progressing = h.expect_condition("Progressing", "True", "Deploying").await;
+    assert_contains(&progressing.message, BRIDGE_DS);
+    h.expect_condition("Available", "False", "Startup").await;
     assert_eq!(h.condition("Degraded").await.status, "False");
 
     let status = h.nac().await.status.unwrap();
@@ -256,9 +291,7 @@ async fn creating_a_config_applies_its_objects_records_the_spec_and_reports_prog
 
 #[tokio::test]
 async fn a_ready_daemonset_makes_the_config_available_with_one_event() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_ready(BRIDGE_DS);
 
     h.reconcile().await.unwrap();
@@ -270,26 +303,22 @@ async fn a_ready_daemonset_makes_the_config_available_with_one_event() {
         h.nac().await.status.unwrap().observed_version.as_deref(),
         Some("9.9.9")
     );
-    let count = |h: &Harness| {
-        h.event_reasons()
-            .iter()
-            .filter(|r| *r == "Available")
-            .count()
-    };
-    assert_eq!(count(&h), 1);
+    assert_eq!(count(&h.event_reasons(), "Available"), 1);
 
     h.advance(1);
     h.reconcile().await.unwrap();
-    assert_eq!(count(&h), 1, "Available is recorded on the transition only");
+    assert_eq!(
+        count(&h.event_reasons(), "Available"),
+        1,
+        "Available is recorded on the transition only"
+    );
     let again = h.condition("Available").await;
     assert_eq!(again.last_transition_time, available.last_transition_time);
 }
 
 #[tokio::test]
 async fn a_daemonset_unchanged_for_ten_minutes_is_a_hung_rollout() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_unavailable(BRIDGE_DS);
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("Degraded").await.status, "False");
@@ -300,10 +329,8 @@ async fn a_daemonset_unchanged_for_ten_minutes_is_a_hung_rollout() {
 
     h.advance(2);
     h.reconcile().await.unwrap();
-    let degraded = h.condition("Degraded").await;
-    assert_eq!(degraded.status, "True");
-    assert_eq!(degraded.reason, "RolloutHung");
-    assert!(degraded.message.contains(BRIDGE_DS), "{}", degraded.message);
+    let degraded = h.expect_condition("Degraded", "True", "RolloutHung").await;
+    assert_contains(&degraded.message, BRIDGE_DS);
     assert_eq!(h.condition("Available").await.status, "False");
     assert_eq!(h.condition("Progressing").await.status, "True");
     assert!(h.warnings().contains(&"Failed: RolloutHung".to_string()));
@@ -315,15 +342,9 @@ async fn a_daemonset_unchanged_for_ten_minutes_is_a_hung_rollout() {
     assert_eq!(h.condition("Available").await.status, "True");
 }
 
-fn count(reasons: &[String], reason: &str) -> usize {
-    reasons.iter().filter(|r| *r == reason).count()
-}
-
 #[tokio::test]
 async fn progressing_is_recorded_once_per_rollout() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_unavailable(BRIDGE_DS);
     h.advance(1);
     h.reconcile().await.unwrap();
@@ -343,9 +364,7 @@ async fn progressing_is_recorded_once_per_rollout() {
 
 #[tokio::test]
 async fn a_hung_rollout_is_recorded_once() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_unavailable(BRIDGE_DS);
     h.reconcile().await.unwrap();
     h.advance(11);
@@ -370,21 +389,11 @@ async fn a_failure_that_repeats_is_recorded_once() {
 
 #[tokio::test]
 async fn a_daemonset_whose_status_moves_is_not_hung() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_unavailable(BRIDGE_DS);
     h.reconcile().await.unwrap();
     h.advance(8);
-    h.fake.set_status(
-        "apps/v1",
-        "daemonsets",
-        NS,
-        BRIDGE_DS,
-        json!({"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "numberMisscheduled": 0,
-               "numberReady": 0, "numberAvailable": 0, "numberUnavailable": 2,
-               "updatedNumberScheduled": 2, "observedGeneration": 1}),
-    );
+    h.set_available_on(BRIDGE_DS, 0);
     h.reconcile().await.unwrap();
     h.advance(8);
     h.reconcile().await.unwrap();
@@ -393,9 +402,7 @@ async fn a_daemonset_whose_status_moves_is_not_hung() {
 
 #[tokio::test]
 async fn adding_a_component_applies_its_objects() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_ready(BRIDGE_DS);
     h.reconcile().await.unwrap();
 
@@ -406,19 +413,16 @@ async fn adding_a_component_applies_its_objects() {
     assert!(h.applied().ovs.is_some());
     assert_eq!(h.condition("Available").await.status, "False");
     assert_eq!(h.nac().await.status.unwrap().observed_generation, Some(2));
-    let modified = h
-        .event_reasons()
-        .iter()
-        .filter(|r| *r == "Modified")
-        .count();
-    assert_eq!(modified, 2, "first apply and the change");
+    assert_eq!(
+        count(&h.event_reasons(), "Modified"),
+        2,
+        "first apply and the change"
+    );
 }
 
 #[tokio::test]
 async fn changing_the_placement_updates_the_daemonset() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     let before = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
 
     h.patch_spec(
@@ -443,9 +447,7 @@ async fn changing_the_placement_updates_the_daemonset() {
 
 #[tokio::test]
 async fn removing_a_component_deletes_only_its_owned_objects_and_keeps_the_namespace() {
-    let h = harness();
-    h.create("cluster", "linuxBridge: {}\novs: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("linuxBridge: {}\novs: {}\n").await;
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
     // carries our labels but no NetworkAddonsConfig owns it: not ours to delete
     h.fake.put(
@@ -506,25 +508,14 @@ async fn an_invalid_spec_is_degraded_and_changes_nothing() {
     h.fake.clear_requests();
     assert!(h.reconcile().await.is_err());
 
-    let degraded = h.condition("Degraded").await;
-    assert_eq!(degraded.status, "True");
-    assert_eq!(degraded.reason, "FailedToValidate");
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToValidate")
+        .await;
     assert!(degraded.message.starts_with("invalid configuration:\n"));
-    assert!(
-        degraded.message.contains("rangeStart"),
-        "{}",
-        degraded.message
-    );
-    let available = h.condition("Available").await;
-    assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
-        ("False", "Failing")
-    );
-    let progressing = h.condition("Progressing").await;
-    assert_eq!(
-        (progressing.status.as_str(), progressing.reason.as_str()),
-        ("False", "InvalidConfiguration")
-    );
+    assert_contains(&degraded.message, "rangeStart");
+    h.expect_condition("Available", "False", "Failing").await;
+    h.expect_condition("Progressing", "False", "InvalidConfiguration")
+        .await;
     assert!(h.object_writes().is_empty(), "{:?}", h.object_writes());
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_none());
     assert_eq!(h.warnings(), ["Failed: FailedToValidate"]);
@@ -544,22 +535,14 @@ async fn fixing_an_invalid_spec_recovers() {
 
 #[tokio::test]
 async fn changing_the_pull_policy_after_apply_is_refused() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.patch_spec(json!({"imagePullPolicy": "Always", "ovs": {}}))
         .await;
     h.fake.clear_requests();
 
     assert!(h.reconcile().await.is_err());
-    let degraded = h.condition("Degraded").await;
-    assert_eq!(degraded.status, "True");
-    assert_eq!(degraded.reason, "UnsafeChange");
-    assert!(
-        degraded.message.contains("imagePullPolicy"),
-        "{}",
-        degraded.message
-    );
+    let degraded = h.expect_condition("Degraded", "True", "UnsafeChange").await;
+    assert_contains(&degraded.message, "imagePullPolicy");
     assert!(h.object_writes().is_empty(), "{:?}", h.object_writes());
     assert!(h.fake.daemonset(NS, OVS_DS).is_none());
     assert_eq!(
@@ -570,9 +553,7 @@ async fn changing_the_pull_policy_after_apply_is_refused() {
 
 #[tokio::test]
 async fn the_random_mac_range_survives_reconciles_and_restarts() {
-    let h = harness();
-    h.create("cluster", "kubeMacPool: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("kubeMacPool: {}\n").await;
     let pool = h.applied().kube_mac_pool.unwrap();
     assert_eq!(pool.range_start, "02:12:34:00:00:00");
     assert_eq!(pool.range_end, "02:12:34:ff:ff:ff");
@@ -639,17 +620,12 @@ async fn a_create_only_config_map_keeps_the_administrators_data() {
         .as_str()
         .unwrap()
         .contains("eth1"));
-    assert!(!h
-        .object_writes()
-        .iter()
-        .any(|w| w.ends_with(MACVTAP_CONFIG)));
+    assert!(!h.wrote(MACVTAP_CONFIG));
 }
 
 #[tokio::test]
 async fn a_create_only_config_map_is_created_once_then_left_alone() {
-    let h = harness();
-    h.create("cluster", "macvtap: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("macvtap: {}\n").await;
     let created = h.fake.configmap(NS, MACVTAP_CONFIG).expect("created");
     assert_eq!(created["data"]["DP_MACVTAP_CONF"], "[]");
     assert_eq!(owner_kinds(&created), ["NetworkAddonsConfig"]);
@@ -663,10 +639,7 @@ async fn a_create_only_config_map_is_created_once_then_left_alone() {
         h.fake.configmap(NS, MACVTAP_CONFIG).unwrap()["data"],
         edited["data"]
     );
-    assert!(!h
-        .object_writes()
-        .iter()
-        .any(|w| w.ends_with(MACVTAP_CONFIG)));
+    assert!(!h.wrote(MACVTAP_CONFIG));
 }
 
 #[tokio::test]
@@ -692,7 +665,7 @@ async fn a_daemonset_with_another_selector_is_deleted_and_created_again() {
         json!({"matchLabels": {"name": "old-selector"}})
     );
     let writes = h.object_writes();
-    let ds_path = format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{BRIDGE_DS}");
+    let ds_path = daemon_set_path(BRIDGE_DS);
     let deleted = writes
         .iter()
         .position(|w| *w == format!("DELETE {ds_path}"))
@@ -799,9 +772,7 @@ async fn an_object_already_ours_is_never_recreated() {
 
 #[tokio::test]
 async fn objects_applied_before_are_not_read_again_before_the_next_apply() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     let reads = |h: &Harness| {
         h.fake
             .requests()
@@ -912,9 +883,7 @@ async fn a_binding_whose_role_changed_is_deleted_and_created_again() {
 
 #[tokio::test]
 async fn drift_is_undone_on_the_next_reconcile() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     let mut ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
     let rendered = ds["spec"]["template"]["spec"]["containers"][0]["image"].clone();
     ds["spec"]["template"]["spec"]["containers"][0]["image"] = json!("example.com/other:1");
@@ -930,10 +899,7 @@ async fn drift_is_undone_on_the_next_reconcile() {
 
 #[tokio::test]
 async fn components_not_deployed_are_reported() {
-    let h = harness();
-    h.create("cluster", "linuxBridge: {}\nkubeSecondaryDNS: {}\n")
-        .await;
-    h.reconcile().await.unwrap();
+    let h = started("linuxBridge: {}\nkubeSecondaryDNS: {}\n").await;
     h.set_ready(BRIDGE_DS);
     h.reconcile().await.unwrap();
     let status = h.nac().await.status.unwrap();
@@ -941,18 +907,12 @@ async fn components_not_deployed_are_reported() {
     assert_eq!(status.not_deployed[0].component, "kubeSecondaryDNS");
     let available = h.condition("Available").await;
     assert_eq!(available.status, "True");
-    assert!(
-        available.message.contains("kubeSecondaryDNS"),
-        "{}",
-        available.message
-    );
+    assert_contains(&available.message, "kubeSecondaryDNS");
 }
 
 #[tokio::test]
 async fn an_unchanged_status_is_not_written_again() {
-    let h = harness();
-    h.create("cluster", LINUX_BRIDGE).await;
-    h.reconcile().await.unwrap();
+    let h = started(LINUX_BRIDGE).await;
     h.set_ready(BRIDGE_DS);
     h.reconcile().await.unwrap();
     h.fake.clear_requests();
@@ -1004,17 +964,11 @@ async fn a_failed_apply_is_degraded_with_a_warning() {
     h.fake
         .fail_next("PATCH", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
     assert!(h.reconcile().await.is_err());
-    let degraded = h.condition("Degraded").await;
-    assert_eq!(
-        (degraded.status.as_str(), degraded.reason.as_str()),
-        ("True", "FailedToApply")
-    );
-    assert!(degraded.message.contains(BRIDGE_DS), "{}", degraded.message);
-    let progressing = h.condition("Progressing").await;
-    assert_eq!(
-        (progressing.status.as_str(), progressing.reason.as_str()),
-        ("False", "Failing")
-    );
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToApply")
+        .await;
+    assert_contains(&degraded.message, BRIDGE_DS);
+    let progressing = h.expect_condition("Progressing", "False", "Failing").await;
     assert!(
         progressing.message.starts_with("Retrying: "),
         "{}",
@@ -1029,19 +983,14 @@ async fn a_failed_apply_is_degraded_with_a_warning() {
 
 #[tokio::test]
 async fn a_failed_deletion_keeps_the_previous_record_so_it_is_retried() {
-    let h = harness();
-    h.create("cluster", "linuxBridge: {}\novs: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("linuxBridge: {}\novs: {}\n").await;
     h.patch_spec(json!({"linuxBridge": null})).await;
     h.fake
         .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
 
     assert!(h.reconcile().await.is_err());
-    let degraded = h.condition("Degraded").await;
-    assert_eq!(
-        (degraded.status.as_str(), degraded.reason.as_str()),
-        ("True", "FailedToDeleteObjects")
-    );
+    h.expect_condition("Degraded", "True", "FailedToDeleteObjects")
+        .await;
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
     assert!(
         h.applied().linux_bridge.is_some(),
@@ -1057,39 +1006,14 @@ async fn a_failed_deletion_keeps_the_previous_record_so_it_is_retried() {
 const MAC_CONTROLLER: &str = "kubemacpool-mac-controller-manager";
 const CERT_MANAGER: &str = "kubemacpool-cert-manager";
 
-fn set_deployment_ready(fake: &FakeApi, name: &str) {
-    let d = fake
-        .get("apps/v1", "deployments", NS, name)
-        .expect("Deployment");
-    let generation = d["metadata"]["generation"].clone();
-    fake.set_status(
-        "apps/v1",
-        "deployments",
-        NS,
-        name,
-        json!({"replicas": 1, "readyReplicas": 1, "availableReplicas": 1,
-               "updatedReplicas": 1, "observedGeneration": generation}),
-    );
-}
-
 #[tokio::test]
 async fn deployments_count_for_availability() {
-    let h = harness();
-    h.create("cluster", "kubeMacPool: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("kubeMacPool: {}\n").await;
     let progressing = h.condition("Progressing").await;
-    assert!(
-        progressing.message.contains(MAC_CONTROLLER),
-        "{}",
-        progressing.message
-    );
-    assert!(
-        progressing.message.contains(CERT_MANAGER),
-        "{}",
-        progressing.message
-    );
+    assert_contains(&progressing.message, MAC_CONTROLLER);
+    assert_contains(&progressing.message, CERT_MANAGER);
 
-    set_deployment_ready(&h.fake, MAC_CONTROLLER);
+    h.set_deployment_ready(MAC_CONTROLLER);
     h.reconcile().await.unwrap();
     let progressing = h.condition("Progressing").await;
     assert!(
@@ -1099,7 +1023,7 @@ async fn deployments_count_for_availability() {
     );
     assert_eq!(h.condition("Available").await.status, "False");
 
-    set_deployment_ready(&h.fake, CERT_MANAGER);
+    h.set_deployment_ready(CERT_MANAGER);
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("Available").await.status, "True");
     let status = h.nac().await.status.unwrap();
@@ -1111,16 +1035,8 @@ async fn deployments_count_for_availability() {
 
 #[tokio::test]
 async fn removing_kubemacpool_deletes_its_webhook_before_anything_else() {
-    let h = harness();
-    h.create("cluster", "kubeMacPool: {}\n").await;
-    h.reconcile().await.unwrap();
-    assert!(!h
-        .fake
-        .list(
-            "admissionregistration.k8s.io/v1",
-            "mutatingwebhookconfigurations"
-        )
-        .is_empty());
+    let h = started("kubeMacPool: {}\n").await;
+    assert!(!h.webhook_configurations().is_empty());
     h.fake.clear_requests();
 
     h.patch_spec(json!({"kubeMacPool": null})).await;
@@ -1135,22 +1051,14 @@ async fn removing_kubemacpool_deletes_its_webhook_before_anything_else() {
         deletes[0].contains("/mutatingwebhookconfigurations/"),
         "{deletes:#?}"
     );
-    assert!(h
-        .fake
-        .list(
-            "admissionregistration.k8s.io/v1",
-            "mutatingwebhookconfigurations"
-        )
-        .is_empty());
+    assert!(h.webhook_configurations().is_empty());
     assert!(h.fake.list("apps/v1", "deployments").is_empty());
     assert!(h.warnings().is_empty());
 }
 
 #[tokio::test]
 async fn a_failed_webhook_deletion_stops_the_other_deletions() {
-    let h = harness();
-    h.create("cluster", "kubeMacPool: {}\n").await;
-    h.reconcile().await.unwrap();
+    let h = started("kubeMacPool: {}\n").await;
     h.patch_spec(json!({"kubeMacPool": null})).await;
     h.fake.fail_next(
         "DELETE",
@@ -1166,20 +1074,10 @@ async fn a_failed_webhook_deletion_stops_the_other_deletions() {
     assert_eq!(h.fake.list("apps/v1", "deployments").len(), 2);
     let degraded = h.condition("Degraded").await;
     assert_eq!(degraded.reason, "FailedToDeleteObjects");
-    assert!(
-        degraded.message.contains("kubemacpool-mutator"),
-        "{}",
-        degraded.message
-    );
+    assert_contains(&degraded.message, "kubemacpool-mutator");
 
     h.reconcile().await.unwrap();
-    assert!(h
-        .fake
-        .list(
-            "admissionregistration.k8s.io/v1",
-            "mutatingwebhookconfigurations"
-        )
-        .is_empty());
+    assert!(h.webhook_configurations().is_empty());
     assert!(h.fake.list("apps/v1", "deployments").is_empty());
 }
 
