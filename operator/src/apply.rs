@@ -13,6 +13,10 @@
 //! - an apply refused because it changes an immutable field (a DaemonSet's selector, a binding's
 //!   roleRef) deletes the object and creates it again.
 //!
+//! Neither rule ever deletes a Namespace or a CRD (the kinds [`RenderedKind::keep`] marks):
+//! deleting them deletes everything in them. They are only applied; an immutable change to one
+//! is reported as a failure.
+//!
 //! Whether an object is ours is read before its first apply in this process; [`Ours`] then keeps
 //! the uid the apply returned, so later reconciles apply without reading, and a uid that changed
 //! since (someone deleted the object and created another) is adopted like a foreign object.
@@ -269,8 +273,9 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
         ssa(&api, &id, object).await?;
         return Ok(Applied::Created);
     }
+    // A Namespace or a CRD is never deleted: that would delete everything in it.
     let known_uid = ours.uid(&id);
-    if known_uid.is_none() {
+    if known_uid.is_none() && !kind.keep {
         let existing = api
             .get_opt(&id.name)
             .await
@@ -284,6 +289,12 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     }
     let applied = match ssa_raw(&api, object).await {
         Ok(applied) => applied,
+        Err(kube::Error::Api(s)) if is_immutable_change(&s) && kind.keep => {
+            return Err(Error::new(format!(
+                "apply {id}: {}; not deleting it to create it again, as that would delete everything in it",
+                s.message
+            )));
+        }
         Err(kube::Error::Api(s)) if is_immutable_change(&s) => {
             eprintln!(
                 "{id}: an immutable field changed ({}); deleting and creating it again",
@@ -295,7 +306,8 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
         }
         Err(e) => return Err(Error::with(format!("apply {id}"), e)),
     };
-    if known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref()) {
+    let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
+    if replaced && !kind.keep {
         eprintln!("{id}: deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
         let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
         ours.record(&id, &created);

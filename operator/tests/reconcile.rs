@@ -24,6 +24,7 @@ const BRIDGE_DS: &str = "kube-cni-linux-bridge-plugin";
 const OVS_DS: &str = "ovs-cni-amd64";
 const MACVTAP_DS: &str = "macvtap-cni";
 const MACVTAP_CONFIG: &str = "macvtap-deviceplugin-config";
+const NAD_CRD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
 
 /// A client on a fake server, a context whose clock the test moves, and a fixed MAC prefix.
 struct Harness {
@@ -750,6 +751,45 @@ async fn an_object_the_upstream_operator_created_is_recreated_without_its_fields
         [(daemon_set_path(BRIDGE_DS), "Orphan".to_string())]
     );
     assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn a_namespace_or_crd_the_upstream_operator_created_is_applied_never_deleted() {
+    let h = harness();
+    let upstream_labels = json!({labels::MANAGED_BY: UPSTREAM_MANAGED_BY_VALUE});
+    h.fake.put(
+        "v1",
+        "namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": NS, "labels": upstream_labels}}),
+    );
+    h.fake.put(
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": NAD_CRD, "labels": upstream_labels}}),
+    );
+    h.create("cluster", "multus: {}\n").await;
+    h.reconcile().await.unwrap();
+    h.reconcile().await.unwrap();
+
+    assert!(h.fake.deletes().is_empty(), "{:?}", h.fake.deletes());
+    let namespace = h.fake.get("v1", "namespaces", "", NS).unwrap();
+    let crd = h
+        .fake
+        .get(
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            "",
+            NAD_CRD,
+        )
+        .unwrap();
+    for object in [namespace, crd] {
+        assert_eq!(
+            object["metadata"]["labels"][labels::MANAGED_BY],
+            labels::MANAGED_BY_VALUE
+        );
+    }
 }
 
 #[tokio::test]
