@@ -36,8 +36,7 @@ fn hold_running(path: &std::path::Path) -> Child {
 #[test]
 fn installing_over_a_running_binary_never_hits_etxtbsy() {
     let t = TestDir::new("busy");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "tuning", 0, 1000);
     run_ok(&["install", "--from", &s, "--to", &d, "--plugins", "tuning"]);
     let target = dst.join("tuning");
@@ -233,8 +232,7 @@ fn sigkill_mid_install_leaves_the_old_or_the_new_binary() {
 #[test]
 fn a_stale_temp_file_is_not_mistaken_for_the_new_binary() {
     let t = TestDir::new("stale");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     let new = write_plugin(&src, "tuning", b'n', 10);
     let stale = dst.join(".tuning.cni-installer.tmp");
     fs::write(&stale, b"truncated").expect("stale temp");

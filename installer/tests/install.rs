@@ -75,8 +75,7 @@ fn install_verifies_records_and_a_rerun_writes_nothing() {
 #[test]
 fn a_new_version_replaces_ours_and_stale_temp_files_are_swept() {
     let t = TestDir::new("upgrade");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     let old = write_plugin(&src, "bridge", b'1', 10);
     install(&s, &d, "bridge", &[]);
     let old_inode = stamp(&dst.join("bridge")).ino;
@@ -106,8 +105,7 @@ fn a_new_version_replaces_ours_and_stale_temp_files_are_swept() {
 #[test]
 fn a_foreign_file_is_left_alone_without_the_flag_and_put_back_by_uninstall() {
     let t = TestDir::new("foreign");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     let ours = write_plugin(&src, "bridge", b'o', 10);
     write_plugin(&src, "tuning", b't', 10);
     // Debian's Go bridge, say.
@@ -212,8 +210,7 @@ fn a_symlink_is_foreign_and_never_written_through() {
 #[test]
 fn a_file_changed_after_install_is_foreign_and_kept_by_uninstall() {
     let t = TestDir::new("changed");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
     write_plugin(&src, "tuning", b't', 10);
     install(&s, &d, "bridge,tuning", &[]);
@@ -252,8 +249,7 @@ fn a_file_changed_after_install_is_foreign_and_kept_by_uninstall() {
 #[test]
 fn uninstall_of_some_plugins_keeps_the_others_recorded() {
     let t = TestDir::new("partial");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
     write_plugin(&src, "tuning", b't', 10);
     install(&s, &d, "bridge,tuning", &[]);
@@ -274,8 +270,7 @@ fn uninstall_of_some_plugins_keeps_the_others_recorded() {
 #[test]
 fn probe_fails_when_a_file_is_missing_or_altered() {
     let t = TestDir::new("probe");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     let probe = ["probe", "--to", &d, "--plugins", "bridge,tuning"];
     let err = run_err(&probe);
     assert!(
@@ -358,8 +353,7 @@ fn errors_are_one_line_and_exit_non_zero() {
 #[test]
 fn what_was_installed_before_a_failure_is_recorded_and_a_lost_record_is_rebuilt() {
     let t = TestDir::new("halfway");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     let bridge = write_plugin(&src, "bridge", b'b', 10);
     let broken = src.join("broken");
     fs::write(&broken, b"#!/bin/sh\nexit 3\n").expect("write");
@@ -390,8 +384,7 @@ fn what_was_installed_before_a_failure_is_recorded_and_a_lost_record_is_rebuilt(
 #[test]
 fn a_replaced_foreign_file_stays_the_original_through_later_replacements() {
     let t = TestDir::new("orig-kept");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'1', 10);
     fs::write(dst.join("bridge"), b"vendor bridge").expect("vendor");
     let vendor = sha256(&dst.join("bridge"));

@@ -230,8 +230,7 @@ fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Ch
 #[test]
 fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
     let t = TestDir::new("run");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, _dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
 
     let ns = new_netns();
@@ -325,8 +324,7 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
 #[test]
 fn sigterm_stops_run_while_the_api_server_does_not_answer() {
     let t = TestDir::new("run-hung");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, _dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -363,8 +361,7 @@ fn sigterm_stops_run_while_the_api_server_does_not_answer() {
 #[test]
 fn run_without_mark_waits_and_a_failed_install_exits_non_zero() {
     let t = TestDir::new("run-plain");
-    let (src, dst) = (t.sub("src"), t.sub("dst"));
-    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "tuning", b't', 10);
     let mut child = Command::new(installer())
         .args(["run", "--from", &s, "--to", &d, "--plugins", "tuning"])

@@ -73,6 +73,13 @@ impl TestDir {
         &self.0
     }
 
+    /// The `src` and `dst` subdirectories, as paths and as the strings the command line takes.
+    pub fn src_dst(&self) -> (PathBuf, PathBuf, String, String) {
+        let (src, dst) = (self.sub("src"), self.sub("dst"));
+        let (s, d) = (src.display().to_string(), dst.display().to_string());
+        (src, dst, s, d)
+    }
+
     /// A subdirectory, created.
     pub fn sub(&self, name: &str) -> PathBuf {
         let p = self.0.join(name);
