@@ -1,0 +1,119 @@
+//! Images: a real registry (Debian's docker-registry) on the node's 127.0.0.1:5000, which
+//! containerd knows as the registry `localhost`, so the image names in deploy/
+//! (`localhost/secondary-cni/plugins:v…`) resolve unchanged and `imagePullPolicy: Always` works.
+//! Images are built with buildah from a Containerfile (ours, unchanged, for the project's image)
+//! and pushed with skopeo.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::daemon::{run, wait_for, Daemon};
+
+pub const REGISTRY_ADDR: &str = "127.0.0.1:5000";
+/// The registry's name in image references.
+pub const REGISTRY_NAME: &str = "localhost";
+/// A static busybox: the sandbox ("pause") image and the test pods' image.
+pub const BUSYBOX_IMAGE: &str = "localhost/kube-tier/busybox:1";
+
+pub fn start_registry(dir: &Path, logs: &Path) -> Result<Daemon> {
+    std::fs::create_dir_all(dir.join("storage"))?;
+    let config = dir.join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
+             http:\n  addr: {REGISTRY_ADDR}\n",
+            dir.join("storage").display()
+        ),
+    )?;
+    let mut cmd = Command::new("docker-registry");
+    cmd.arg("serve").arg(&config);
+    let daemon = Daemon::spawn("registry", cmd, logs)?;
+    wait_for("the registry to listen", Duration::from_secs(20), || {
+        Ok(std::net::TcpStream::connect(REGISTRY_ADDR).ok().map(drop))
+    })?;
+    Ok(daemon)
+}
+
+/// Builds images with buildah in a private store (vfs: no mounts to clean up).
+pub struct Builder {
+    root: PathBuf,
+}
+
+impl Builder {
+    pub fn new(dir: &Path) -> Builder {
+        Builder {
+            root: dir.to_path_buf(),
+        }
+    }
+
+    fn buildah(&self) -> Command {
+        let mut cmd = Command::new("buildah");
+        cmd.arg("--root")
+            .arg(self.root.join("root"))
+            .arg("--runroot")
+            .arg(self.root.join("run"))
+            .args(["--storage-driver", "vfs"]);
+        cmd
+    }
+
+    /// `buildah bud -f <containerfile> -t <tag> <context>`, then pushed to the registry.
+    pub fn build_and_push(&self, containerfile: &Path, context: &Path, tag: &str) -> Result<()> {
+        run(self
+            .buildah()
+            .args(["bud", "--quiet", "--layers=false", "-f"])
+            .arg(containerfile)
+            .args(["-t", tag])
+            .arg(context))
+        .with_context(|| format!("build {tag} from {}", containerfile.display()))?;
+        let archive = self
+            .root
+            .join(format!("{}.tar", tag.replace(['/', ':'], "_")));
+        let _ = std::fs::remove_file(&archive);
+        run(self
+            .buildah()
+            .args(["push", "--quiet", tag])
+            .arg(format!("oci-archive:{}", archive.display())))?;
+        push(&archive, tag)?;
+        std::fs::remove_file(&archive)?;
+        Ok(())
+    }
+
+    /// The busybox image: `/bin/busybox` with its applets linked, running `sleep` by default.
+    pub fn busybox(&self, work: &Path) -> Result<()> {
+        let ctx = work.join("busybox-context");
+        let bin = ctx.join("root/bin");
+        std::fs::create_dir_all(&bin)?;
+        std::fs::copy("/bin/busybox", bin.join("busybox")).context("copy /bin/busybox")?;
+        for applet in [
+            "sh", "sleep", "ping", "ip", "cat", "ls", "wget", "nc", "true",
+        ] {
+            let link = bin.join(applet);
+            if !link.exists() {
+                std::os::unix::fs::symlink("busybox", link)?;
+            }
+        }
+        let containerfile = ctx.join("Containerfile");
+        std::fs::write(
+            &containerfile,
+            "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/bin/sleep\", \"2147483647\"]\n",
+        )?;
+        self.build_and_push(&containerfile, &ctx, BUSYBOX_IMAGE)
+    }
+}
+
+/// `skopeo copy` of an OCI archive to the registry, under the image's name without `localhost/`.
+fn push(archive: &Path, tag: &str) -> Result<()> {
+    let path = tag
+        .strip_prefix(&format!("{REGISTRY_NAME}/"))
+        .unwrap_or(tag);
+    run(Command::new("skopeo")
+        .args(["copy", "--quiet", "--dest-tls-verify=false"])
+        .arg(format!("oci-archive:{}", archive.display()))
+        .arg(format!("docker://{REGISTRY_ADDR}/{path}")))
+    .with_context(|| format!("push {tag}"))?;
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! The cluster test tier: a real single-node Kubernetes built from Debian's packages
+//! (scripts/kube-build), started in a network namespace of its own by the tests and torn down by
+//! them, with the project's image built from its Containerfile and served by a real registry.
+//! containerd's pod network is our `bridge` and `tuning`, so every pod the tests start gets its
+//! interface from our plugins.
+//!
+//! `tests/cluster.rs` holds the tests; `cargo test -p kube-tier --test cluster` runs them.
+
+pub mod cluster;
+pub mod daemon;
+pub mod image;
+pub mod node;
+pub mod ovs;
+pub mod pki;
+
+pub use cluster::Cluster;
+
+use std::path::PathBuf;
+
+/// The workspace root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// Where scripts/kube-build put the Kubernetes binaries (`KUBE_TIER_BIN` overrides).
+pub fn kube_bin() -> anyhow::Result<PathBuf> {
+    if let Ok(dir) = std::env::var("KUBE_TIER_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let out = daemon::run(
+        std::process::Command::new("bash")
+            .arg(repo().join("scripts/kube-build"))
+            .arg("--print"),
+    )?;
+    Ok(PathBuf::from(out.trim()).join("bin"))
+}

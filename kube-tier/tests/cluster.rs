@@ -1,0 +1,356 @@
+//! The operator, the installer and the plugins on a running cluster: a real kube-apiserver,
+//! controller-manager, scheduler, kubelet and containerd (scripts/kube-build), our image from a
+//! real registry. One cluster serves every test; the tests run in order, each stating one
+//! behaviour, and print libtest's lines so the run's summary counts them.
+//!
+//! `cargo test -p kube-tier --test cluster [-- NAME_SUBSTRING]`, as root, after
+//! scripts/build-plugins and scripts/kube-build.
+
+use std::panic::AssertUnwindSafe;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use serde_json::Value;
+
+use kube_tier::cluster::{condition, condition_status, plugins_image_default, NODE_NAME};
+use kube_tier::daemon::{run, wait_for};
+use kube_tier::node::POD_SUBNET;
+use kube_tier::Cluster;
+
+mod scenarios;
+
+type Test = fn(&mut Ctx) -> Result<()>;
+
+/// The tests, in the order they run (later ones build on the operator the first deploys).
+const TESTS: &[(&str, Test)] = &[
+    (
+        "pods_get_their_network_from_our_bridge_and_reach_each_other",
+        scenarios::pods::pods_reach_each_other,
+    ),
+    (
+        "pod_deletion_leaves_no_link_lease_or_state",
+        scenarios::pods::pod_deletion_leaves_nothing,
+    ),
+    (
+        "deploy_manifests_apply_as_the_readme_says",
+        scenarios::operator::deploy_applies,
+    ),
+    (
+        "seed_full_config_stays_progressing_and_names_unpullable_images",
+        scenarios::operator::full_cr_progressing,
+    ),
+    (
+        "plugins_land_in_the_node_cni_directory",
+        scenarios::operator::plugins_land_on_the_node,
+    ),
+    (
+        "node_capacity_shows_the_bridges_and_follows_them",
+        scenarios::operator::marker_follows_bridges,
+    ),
+    (
+        "own_components_reach_available",
+        scenarios::operator::own_components_reach_available,
+    ),
+    (
+        "events_are_recorded_in_default",
+        scenarios::operator::events_in_default,
+    ),
+    (
+        "removing_a_component_deletes_its_objects",
+        scenarios::changes::component_removed,
+    ),
+    (
+        "placement_change_converges",
+        scenarios::changes::placement_change,
+    ),
+    (
+        "kubemacpool_range_change_converges",
+        scenarios::changes::mac_range_change,
+    ),
+    (
+        "invalid_config_is_refused_with_a_clear_condition",
+        scenarios::changes::invalid_refused,
+    ),
+    (
+        "unsafe_change_is_refused_with_a_clear_condition",
+        scenarios::changes::unsafe_refused,
+    ),
+    (
+        "another_field_manager_keeps_its_fields",
+        scenarios::changes::second_field_manager,
+    ),
+    (
+        "objects_the_upstream_operator_created_are_adopted",
+        scenarios::changes::adoption,
+    ),
+    (
+        "installer_upgrade_under_running_pods_fails_no_cni_call",
+        scenarios::upgrade::installer_upgrade,
+    ),
+    (
+        "deleting_the_config_garbage_collects_its_objects",
+        scenarios::changes::delete_gc,
+    ),
+];
+
+pub struct Ctx {
+    pub cluster: Cluster,
+    pub repo: std::path::PathBuf,
+}
+
+fn main() -> ExitCode {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected: Vec<&(&str, Test)> = TESTS
+        .iter()
+        .filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    println!("\nrunning {} tests", selected.len());
+    let started = Instant::now();
+    if !nix::unistd::Uid::effective().is_root() {
+        println!("the cluster tier needs root (it runs a kubelet and containerd)");
+        return summary(0, selected.len(), started);
+    }
+    let repo = kube_tier::repo();
+    let cluster = match kube_tier::kube_bin().and_then(|bin| Cluster::start(&bin, &repo)) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("the cluster did not start: {e:#}");
+            return summary(0, selected.len(), started);
+        }
+    };
+    let mut ctx = Ctx { cluster, repo };
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in selected {
+        let t = Instant::now();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| test(&mut ctx)));
+        let secs = t.elapsed().as_secs_f64();
+        match outcome {
+            Ok(Ok(())) => {
+                passed += 1;
+                println!("test {name} ... ok ({secs:.1} s)");
+            }
+            Ok(Err(e)) => {
+                failed += 1;
+                println!("test {name} ... FAILED ({secs:.1} s)\n    {e:#}");
+                diagnostics(&ctx);
+            }
+            Err(_) => {
+                failed += 1;
+                println!("test {name} ... FAILED (panicked, {secs:.1} s)");
+                diagnostics(&ctx);
+            }
+        }
+    }
+    let errors = ctx.cluster.teardown();
+    std::mem::forget(ctx);
+    if !errors.is_empty() {
+        failed += 1;
+        println!(
+            "teardown left something behind:\n    {}",
+            errors.join("\n    ")
+        );
+    }
+    summary(passed, failed, started)
+}
+
+fn summary(passed: usize, failed: usize, started: Instant) -> ExitCode {
+    let ok = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {ok}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out; finished in {:.2}s\n",
+        started.elapsed().as_secs_f64()
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// What a failed test needs to be understood: the NetworkAddonsConfig's status, the pods, the
+/// recent events and the kubelet's last lines.
+fn diagnostics(ctx: &Ctx) {
+    let c = &ctx.cluster;
+    for args in [
+        vec![
+            "get",
+            "networkaddonsconfig",
+            "cluster",
+            "-o",
+            "jsonpath={.status}",
+        ],
+        vec!["get", "pods", "-A", "-o", "wide"],
+        vec!["get", "events", "-A", "--sort-by=.lastTimestamp"],
+    ] {
+        let out = c.kubectl(&args).unwrap_or_else(|e| format!("{e:#}"));
+        let lines: Vec<&str> = out.lines().collect();
+        println!(
+            "    --- kubectl {}\n    {}",
+            args.join(" "),
+            lines[lines.len().saturating_sub(25)..].join("\n    ")
+        );
+    }
+    println!(
+        "    --- kubelet\n    {}",
+        c.log_tail("kubelet", 15).replace('\n', "\n    ")
+    );
+}
+
+// Shared steps of the scenarios.
+
+pub const NAMESPACE: &str = "cluster-network-addons";
+pub const OPERATOR: &str = "network-addons-operator";
+
+impl Ctx {
+    pub fn kubectl(&self, args: &[&str]) -> Result<String> {
+        self.cluster.kubectl(args)
+    }
+
+    pub fn get(&self, args: &[&str]) -> Result<Value> {
+        self.cluster.get_json(args)
+    }
+
+    /// `kubectl apply -f -` of a manifest.
+    pub fn apply(&self, yaml: &str) -> Result<String> {
+        self.cluster.kubectl_stdin(&["apply", "-f", "-"], yaml)
+    }
+
+    /// deploy/ applied as operator/README.md says, the operator pointed at this node's CNI
+    /// directories (as on OpenShift, they are not /opt/cni/bin), and its Deployment available.
+    pub fn ensure_operator(&self) -> Result<()> {
+        if self
+            .kubectl(&["get", "deployment", OPERATOR, "-n", NAMESPACE])
+            .is_ok()
+        {
+            return self.wait_rollout("deployment", OPERATOR);
+        }
+        for file in [
+            "namespace.yaml",
+            "network-addons-config.crd.yaml",
+            "operator.yaml",
+        ] {
+            let path = self.repo.join("deploy").join(file);
+            self.kubectl(&["apply", "-f", &path.to_string_lossy()])
+                .with_context(|| format!("kubectl apply -f deploy/{file}"))?;
+        }
+        let bin = format!("CNI_BIN_DIR={}", self.cluster.cni_bin_dir().display());
+        let conf = format!("CNI_CONF_DIR={}", self.cluster.cni_conf_dir().display());
+        self.kubectl(&[
+            "set",
+            "env",
+            &format!("deployment/{OPERATOR}"),
+            "-n",
+            NAMESPACE,
+            &bin,
+            &conf,
+        ])?;
+        self.wait_rollout("deployment", OPERATOR)
+    }
+
+    pub fn wait_rollout(&self, kind: &str, name: &str) -> Result<()> {
+        self.kubectl(&[
+            "rollout",
+            "status",
+            &format!("{kind}/{name}"),
+            "-n",
+            NAMESPACE,
+            "--timeout=180s",
+        ])
+        .map(drop)
+        .with_context(|| format!("{kind} {name} did not roll out"))
+    }
+
+    /// The NetworkAddonsConfig `cluster` as `spec` (YAML lines under `spec:`).
+    pub fn apply_nac(&self, spec: &str) -> Result<()> {
+        let indented: String = spec.lines().map(|l| format!("  {l}\n")).collect();
+        self.apply(&format!(
+            "apiVersion: networkaddonsoperator.network.kubevirt.io/v1\nkind: NetworkAddonsConfig\n\
+             metadata:\n  name: cluster\nspec:\n{indented}"
+        ))
+        .map(drop)
+    }
+
+    pub fn nac(&self) -> Result<Value> {
+        self.get(&["get", "networkaddonsconfig", "cluster"])
+    }
+
+    /// Waits until condition `type_` of the NetworkAddonsConfig has `status`, for the current
+    /// generation; returns the object.
+    pub fn wait_nac(&self, type_: &str, status: &str, timeout: Duration) -> Result<Value> {
+        wait_for(
+            &format!("NetworkAddonsConfig {type_}={status}"),
+            timeout,
+            || {
+                let nac = self.nac()?;
+                let observed = nac["status"]["observedGeneration"].as_i64();
+                let current = nac["metadata"]["generation"].as_i64();
+                let fresh = observed.is_none() || observed == current;
+                Ok(
+                    (fresh && condition_status(&nac, type_).as_deref() == Some(status))
+                        .then_some(nac),
+                )
+            },
+        )
+        .with_context(|| {
+            format!(
+                "status now: {}",
+                self.nac()
+                    .map(|n| n["status"].to_string())
+                    .unwrap_or_default()
+            )
+        })
+    }
+
+    /// `kubectl wait networkaddonsconfig cluster --for condition=X`, as users run it.
+    pub fn kubectl_wait(&self, condition: &str, timeout: &str) -> Result<()> {
+        self.kubectl(&[
+            "wait",
+            "networkaddonsconfig",
+            "cluster",
+            &format!("--for=condition={condition}"),
+            &format!("--timeout={timeout}"),
+        ])
+        .map(drop)
+    }
+
+    pub fn exists(&self, kind: &str, name: &str, namespace: Option<&str>) -> Result<bool> {
+        let mut args = vec!["get", kind, name, "--ignore-not-found", "-o", "name"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        Ok(!self.kubectl(&args)?.trim().is_empty())
+    }
+
+    pub fn node(&self) -> Result<Value> {
+        self.get(&["get", "node", NODE_NAME])
+    }
+
+    /// Runs `cmd` in the node's namespace (where the test runs) and returns its stdout.
+    pub fn sh(&self, script: &str) -> Result<String> {
+        run(std::process::Command::new("sh").args(["-c", script]))
+    }
+}
+
+pub fn pod_subnet_prefix() -> &'static str {
+    POD_SUBNET.trim_end_matches("0/24")
+}
+
+pub fn plugins_image(ctx: &Ctx) -> Result<String> {
+    plugins_image_default(&ctx.repo)
+}
+
+pub fn nac_condition(nac: &Value, type_: &str) -> Option<Value> {
+    condition(nac, type_).cloned()
+}
+
+pub fn fail<T>(msg: String) -> Result<T> {
+    bail!(msg)
+}
+
+pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    ensure!(cond, "{}", msg());
+    Ok(())
+}

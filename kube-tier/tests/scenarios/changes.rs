@@ -1,0 +1,273 @@
+//! Changes of the NetworkAddonsConfig on the real server: what converges, what is refused, how
+//! the operator shares objects with other field managers and takes over the upstream operator's,
+//! and what deleting the config takes with it.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use kube_tier::cluster::NODE_NAME;
+use kube_tier::daemon::wait_for;
+
+use super::operator::{owned_objects, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
+use crate::{check, nac_condition, Ctx, NAMESPACE};
+
+fn wait_gone(ctx: &Ctx, kind: &str, name: &str, namespace: Option<&str>) -> Result<()> {
+    wait_for(
+        &format!("{kind} {name} to be deleted"),
+        Duration::from_secs(90),
+        || Ok((!ctx.exists(kind, name, namespace)?).then_some(())),
+    )
+}
+
+pub fn component_removed(ctx: &mut Ctx) -> Result<()> {
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    wait_gone(ctx, "daemonset", OVS_DS, Some(NAMESPACE))?;
+    check(
+        ctx.exists("daemonset", LINUX_BRIDGE_DS, Some(NAMESPACE))?,
+        || "the linux-bridge DaemonSet went too".into(),
+    )?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))
+        .map(drop)
+}
+
+pub fn placement_change(ctx: &mut Ctx) -> Result<()> {
+    let label = "kube-tier/workloads";
+    ctx.apply_nac(&format!(
+        "linuxBridge: {{}}\nplacementConfiguration:\n  workloads:\n    nodeSelector:\n      {label}: \"yes\"\n"
+    ))?;
+    wait_for(
+        "the DaemonSet to select labelled nodes only",
+        Duration::from_secs(90),
+        || {
+            let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+            let selector = &ds["spec"]["template"]["spec"]["nodeSelector"][label];
+            let desired = ds["status"]["desiredNumberScheduled"].as_i64();
+            Ok((selector == "yes" && desired == Some(0)).then_some(()))
+        },
+    )?;
+    ctx.kubectl(&[
+        "label",
+        "node",
+        NODE_NAME,
+        &format!("{label}=yes"),
+        "--overwrite",
+    ])?;
+    let result = ctx
+        .wait_rollout("daemonset", LINUX_BRIDGE_DS)
+        .and_then(|()| {
+            ctx.wait_nac("Available", "True", Duration::from_secs(180))
+                .map(drop)
+        });
+    ctx.kubectl(&["label", "node", NODE_NAME, &format!("{label}-")])?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    result
+}
+
+fn kubemacpool_env(ctx: &Ctx) -> Result<String> {
+    let d = ctx.get(&[
+        "get",
+        "deployment",
+        "kubemacpool-mac-controller-manager",
+        "-n",
+        NAMESPACE,
+    ])?;
+    Ok(d["spec"]["template"]["spec"]["containers"].to_string())
+}
+
+pub fn mac_range_change(ctx: &mut Ctx) -> Result<()> {
+    let spec = |end: &str| {
+        format!("linuxBridge: {{}}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n  rangeEnd: \"{end}\"\n")
+    };
+    ctx.apply_nac(&spec("02:10:00:00:ff:ff"))?;
+    wait_for(
+        "kubemacpool with the first range",
+        Duration::from_secs(90),
+        || {
+            Ok(kubemacpool_env(ctx)
+                .ok()
+                .filter(|e| e.contains("02:10:00:00:ff:ff"))
+                .map(drop))
+        },
+    )?;
+    ctx.apply_nac(&spec("02:10:00:ff:ff:ff"))?;
+    wait_for(
+        "kubemacpool with the changed range",
+        Duration::from_secs(90),
+        || {
+            Ok(kubemacpool_env(ctx)
+                .ok()
+                .filter(|e| e.contains("02:10:00:ff:ff:ff"))
+                .map(drop))
+        },
+    )
+    .with_context(|| format!("containers: {}", kubemacpool_env(ctx).unwrap_or_default()))?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    wait_gone(
+        ctx,
+        "deployment",
+        "kubemacpool-mac-controller-manager",
+        Some(NAMESPACE),
+    )
+}
+
+/// Degraded=True with `reason` and a message containing `words`; the running components stay.
+fn expect_refused(ctx: &Ctx, reason: &str, words: &str) -> Result<()> {
+    let nac = wait_for(
+        &format!("Degraded with {reason}"),
+        Duration::from_secs(90),
+        || {
+            let nac = ctx.nac()?;
+            let c = nac_condition(&nac, "Degraded");
+            Ok(c.filter(|c| c["status"] == "True" && c["reason"] == reason)
+                .map(|_| nac))
+        },
+    )
+    .with_context(|| {
+        format!(
+            "status: {}",
+            ctx.nac()
+                .map(|n| n["status"].to_string())
+                .unwrap_or_default()
+        )
+    })?;
+    let c = nac_condition(&nac, "Degraded").unwrap_or_default();
+    let message = c["message"].as_str().unwrap_or_default();
+    check(message.contains(words), || {
+        format!("the message does not say {words:?}: {message}")
+    })?;
+    check(
+        !message.contains("Some(") && !message.contains(" { "),
+        || format!("a debug dump in the message: {message}"),
+    )?;
+    check(
+        ctx.exists("daemonset", LINUX_BRIDGE_DS, Some(NAMESPACE))?,
+        || "the running component was removed".into(),
+    )
+}
+
+pub fn invalid_refused(ctx: &mut Ctx) -> Result<()> {
+    ctx.apply_nac("linuxBridge: {}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n")?;
+    expect_refused(ctx, "FailedToValidate", "both or none")?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))
+        .map(drop)
+}
+
+pub fn unsafe_refused(ctx: &mut Ctx) -> Result<()> {
+    ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: Never\n")?;
+    expect_refused(ctx, "UnsafeChange", "imagePullPolicy")?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))
+        .map(drop)
+}
+
+pub fn second_field_manager(ctx: &mut Ctx) -> Result<()> {
+    // Another controller owns an annotation on our DaemonSet through server-side apply.
+    let patch = format!(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {LINUX_BRIDGE_DS}\n  namespace: {NAMESPACE}\n  \
+         annotations:\n    example.com/owner: other-controller\n"
+    );
+    ctx.cluster.kubectl_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other-controller",
+            "-f",
+            "-",
+        ],
+        &patch,
+    )?;
+    // A change of the config makes the operator apply the DaemonSet again.
+    ctx.apply_nac("linuxBridge: {}\nplacementConfiguration:\n  workloads:\n    tolerations:\n    - operator: Exists\n")?;
+    wait_for(
+        "the operator's apply of the new tolerations",
+        Duration::from_secs(90),
+        || {
+            let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+            Ok(ds["spec"]["template"]["spec"]["tolerations"]
+                .to_string()
+                .contains("Exists")
+                .then_some(ds))
+        },
+    )
+    .and_then(|ds| {
+        let kept = ds["metadata"]["annotations"]["example.com/owner"] == "other-controller";
+        let managers: Vec<String> = ds["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["manager"].as_str().map(str::to_string))
+            .collect();
+        check(kept, || "the other manager's annotation is gone".into())?;
+        check(managers.iter().any(|m| m == "other-controller"), || {
+            format!("managers: {managers:?}")
+        })
+    })?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))
+        .map(drop)
+}
+
+/// The linux-bridge DaemonSet as the cluster-network-addons-operator creates it: its labels, its
+/// container running a copy script and `sleep infinity`, no label of ours.
+fn cnao_daemon_set(image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {LINUX_BRIDGE_DS}\n  namespace: {NAMESPACE}\n  \
+         labels:\n    tier: node\n    app: cni-plugins\n    app.kubernetes.io/managed-by: cnao-operator\n\
+         spec:\n  selector:\n    matchLabels:\n      name: {LINUX_BRIDGE_DS}\n  template:\n    metadata:\n      \
+         labels:\n        name: {LINUX_BRIDGE_DS}\n        tier: node\n        app: cni-plugins\n    spec:\n      \
+         containers:\n      - name: cni-plugins\n        image: {image}\n        \
+         command: [\"/bin/sh\", \"-c\", \"sleep infinity\"]\n"
+    )
+}
+
+pub fn adoption(ctx: &mut Ctx) -> Result<()> {
+    super::operator::reset(ctx)?;
+    ctx.cluster.kubectl_stdin(
+        &[
+            "create",
+            "--field-manager=cluster-network-addons-operator",
+            "-f",
+            "-",
+        ],
+        &cnao_daemon_set(kube_tier::image::BUSYBOX_IMAGE),
+    )?;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.kubectl_wait("Available", "240s")?;
+    let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+    let text = ds.to_string();
+    check(
+        !text.contains("sleep infinity") && !text.contains("cnao-operator"),
+        || format!("fields of the upstream operator stayed: {text}"),
+    )?;
+    check(
+        ds["metadata"]["ownerReferences"][0]["kind"] == "NetworkAddonsConfig",
+        || {
+            format!(
+                "not owned by the config: {}",
+                ds["metadata"]["ownerReferences"]
+            )
+        },
+    )
+}
+
+pub fn delete_gc(ctx: &mut Ctx) -> Result<()> {
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    check(!owned_objects(ctx)?.is_empty(), || {
+        "nothing deployed".into()
+    })?;
+    ctx.kubectl(&["delete", "networkaddonsconfig", "cluster", "--timeout=60s"])?;
+    wait_for(
+        "the garbage collector to delete the config's objects",
+        Duration::from_secs(120),
+        || Ok(owned_objects(ctx)?.is_empty().then_some(())),
+    )
+    .with_context(|| format!("left: {:?}", owned_objects(ctx).unwrap_or_default()))?;
+    check(ctx.exists("namespace", NAMESPACE, None)?, || {
+        "the namespace was deleted".into()
+    })
+}

@@ -1,0 +1,6 @@
+//! The cluster tier's scenarios, by area.
+
+pub mod changes;
+pub mod operator;
+pub mod pods;
+pub mod upgrade;

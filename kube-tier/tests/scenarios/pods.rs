@@ -1,0 +1,143 @@
+//! Pods on the node's primary network: our `bridge` and `tuning` (with Debian's host-local),
+//! called by containerd through libcni for every sandbox.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use kube_tier::daemon::wait_for;
+use kube_tier::image::BUSYBOX_IMAGE;
+use kube_tier::node::POD_BRIDGE;
+
+use crate::{check, pod_subnet_prefix, Ctx};
+
+const PODS: [&str; 2] = ["net-a", "net-b"];
+
+/// A busybox pod that sleeps, in `default`.
+pub fn pod_manifest(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels:\n    kube-tier: net\n\
+         spec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n    \
+         imagePullPolicy: IfNotPresent\n    command: [\"/bin/sleep\", \"3600\"]\n"
+    )
+}
+
+pub fn create_pod(ctx: &Ctx, name: &str) -> Result<()> {
+    ctx.apply(&pod_manifest(name)).map(drop)
+}
+
+/// Waits for the pod to run; returns its IP.
+pub fn wait_pod_ip(ctx: &Ctx, name: &str) -> Result<String> {
+    wait_for(
+        &format!("pod {name} running"),
+        Duration::from_secs(90),
+        || {
+            let pod = ctx.get(&["get", "pod", name, "-n", "default"])?;
+            let running = pod["status"]["phase"] == "Running";
+            Ok(pod["status"]["podIP"]
+                .as_str()
+                .filter(|_| running)
+                .map(str::to_string))
+        },
+    )
+}
+
+/// The host ends of the veths on the pod bridge: (name, alias).
+pub fn bridge_ports(ctx: &Ctx) -> Result<Vec<(String, String)>> {
+    let out = ctx.sh(&format!("ip -j -d link show master {POD_BRIDGE}"))?;
+    let links: Vec<Value> = serde_json::from_str(if out.trim().is_empty() { "[]" } else { &out })?;
+    Ok(links
+        .iter()
+        .map(|l| {
+            (
+                l["ifname"].as_str().unwrap_or_default().to_string(),
+                l["ifalias"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect())
+}
+
+pub fn pods_reach_each_other(ctx: &mut Ctx) -> Result<()> {
+    for p in PODS {
+        create_pod(ctx, p)?;
+    }
+    let ips: Vec<String> = PODS
+        .iter()
+        .map(|p| wait_pod_ip(ctx, p))
+        .collect::<Result<_>>()?;
+    for ip in &ips {
+        check(ip.starts_with(pod_subnet_prefix()), || {
+            format!("pod IP {ip} is not from host-local's range")
+        })?;
+    }
+    let out = ctx
+        .kubectl(&[
+            "exec", "-n", "default", PODS[0], "--", "ping", "-c", "2", "-W", "2", &ips[1],
+        ])
+        .context("ping from one pod to the other")?;
+    check(out.contains(" 0% packet loss"), || {
+        format!("ping lost packets:\n{out}")
+    })?;
+    // Our bridge's host veths carry its alias; our tuning set the sysctl of the conflist.
+    let ports = bridge_ports(ctx)?;
+    let ours = ports
+        .iter()
+        .filter(|(_, alias)| alias.starts_with("cni-bridge "))
+        .count();
+    check(ours >= 2, || {
+        format!("host veths on {POD_BRIDGE} without our bridge's alias: {ports:?}")
+    })?;
+    let redirects = ctx.kubectl(&[
+        "exec",
+        "-n",
+        "default",
+        PODS[0],
+        "--",
+        "cat",
+        "/proc/sys/net/ipv4/conf/eth0/accept_redirects",
+    ])?;
+    check(redirects.trim() == "0", || {
+        format!("tuning's sysctl not applied: accept_redirects={redirects}")
+    })
+}
+
+pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
+    let before = bridge_ports(ctx)?.len();
+    let ips: Vec<String> = PODS
+        .iter()
+        .map(|p| wait_pod_ip(ctx, p))
+        .collect::<Result<_>>()?;
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        PODS[0],
+        PODS[1],
+        "--timeout=60s",
+    ])?;
+    // The kubelet tears the sandboxes down (CNI DEL) shortly after the API objects go.
+    let ipam = ctx.cluster.base().join("cni/ipam/kube-tier");
+    let tuning = ctx.cluster.base().join("cni/tuning");
+    wait_for("CNI DEL of both pods", Duration::from_secs(60), || {
+        let ports = bridge_ports(ctx)?.len();
+        let leases = ips.iter().filter(|ip| ipam.join(ip).exists()).count();
+        Ok((ports + 2 <= before && leases == 0).then_some(()))
+    })
+    .with_context(|| format!("ports now {:?}", bridge_ports(ctx).unwrap_or_default()))?;
+    let state: Vec<String> = std::fs::read_dir(&tuning)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let pods_running = ctx
+        .kubectl(&["get", "pods", "-A", "-o", "name"])?
+        .lines()
+        .count();
+    check(state.len() <= pods_running, || {
+        format!("tuning state left after DEL: {state:?}")
+    })
+}

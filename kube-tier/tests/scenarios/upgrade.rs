@@ -1,0 +1,145 @@
+//! A new image of the installer and plugins rolled out under running pods: the DaemonSet's
+//! installer replaces the binaries the kubelet's CNI calls run, while pods come and go.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use kube_tier::daemon::{run, wait_for};
+
+use super::operator::LINUX_BRIDGE_DS;
+use super::pods::{create_pod, wait_pod_ip};
+use crate::{check, Ctx, NAMESPACE, OPERATOR};
+
+const NEW_IMAGE: &str = "localhost/secondary-cni/plugins:upgrade";
+
+/// A build context for the Containerfile whose `bridge` and `tuning` differ from the installed
+/// ones (an extra ELF note section: same code, another sha256), everything else as built.
+fn upgraded_context(ctx: &Ctx, dir: &Path) -> Result<()> {
+    for sub in ["target/cni-bin", "target/installer", "target/operator"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+        for entry in std::fs::read_dir(ctx.repo.join(sub))? {
+            let entry = entry?;
+            std::fs::copy(entry.path(), dir.join(sub).join(entry.file_name()))?;
+        }
+    }
+    let note = dir.join("note");
+    std::fs::write(&note, "kube-tier upgrade\n")?;
+    for plugin in ["bridge", "tuning"] {
+        let bin = dir.join("target/cni-bin").join(plugin);
+        run(Command::new("objcopy")
+            .arg(format!("--add-section=.note.kube-tier={}", note.display()))
+            .arg(&bin))?;
+    }
+    Ok(())
+}
+
+fn sha256(path: &Path) -> Result<String> {
+    let out = run(Command::new("sha256sum").arg(path))?;
+    Ok(out
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string())
+}
+
+pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
+    let ctx: &Ctx = ctx;
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.kubectl_wait("Available", "240s")?;
+    let dir = ctx.cluster.base().join("upgrade-context");
+    upgraded_context(ctx, &dir)?;
+    ctx.cluster
+        .builder()
+        .build_and_push(&ctx.repo.join("Containerfile"), &dir, NEW_IMAGE)?;
+    let new_bridge = sha256(&dir.join("target/cni-bin/bridge"))?;
+
+    // Pods come and go while the new image rolls out: every ADD and DEL must succeed.
+    let stop = AtomicBool::new(false);
+    let churn = std::thread::scope(|s| -> Result<usize> {
+        let worker = s.spawn(|| -> Result<usize> {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) && n < 30 {
+                let name = format!("churn-{n}");
+                create_pod(ctx, &name)?;
+                wait_pod_ip(ctx, &name)?;
+                ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
+                n += 1;
+            }
+            Ok(n)
+        });
+        let rollout = (|| -> Result<()> {
+            ctx.kubectl(&[
+                "set",
+                "env",
+                &format!("deployment/{OPERATOR}"),
+                "-n",
+                NAMESPACE,
+                &format!("PLUGINS_IMAGE={NEW_IMAGE}"),
+            ])?;
+            ctx.wait_rollout("deployment", OPERATOR)?;
+            wait_for(
+                "the DaemonSet to run the new image",
+                Duration::from_secs(120),
+                || {
+                    let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+                    Ok(ds["spec"]["template"]["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .filter(|i| *i == NEW_IMAGE)
+                        .map(drop))
+                },
+            )?;
+            ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
+        })();
+        stop.store(true, Ordering::Relaxed);
+        let n = worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("the churn thread panicked"))??;
+        rollout?;
+        Ok(n)
+    })?;
+    check(churn > 0, || "no pod was created during the rollout".into())?;
+
+    let installed = sha256(&ctx.cluster.cni_bin_dir().join("bridge"))?;
+    check(installed == new_bridge, || {
+        "the node's bridge is not the new image's".into()
+    })?;
+    // A pod after the upgrade gets its network from what the DaemonSet installed.
+    create_pod(ctx, "after-upgrade")?;
+    wait_pod_ip(ctx, "after-upgrade")?;
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "after-upgrade",
+        "--wait=false",
+    ])?;
+    let failures = ctx
+        .kubectl(&[
+            "get",
+            "events",
+            "-A",
+            "--field-selector",
+            "type=Warning",
+            "-o",
+            "custom-columns=REASON:.reason,MESSAGE:.message",
+            "--no-headers",
+        ])
+        .context("list warning events")?;
+    let cni_failures: Vec<&str> = failures
+        .lines()
+        .filter(|l| {
+            l.contains("FailedCreatePodSandBox") || l.contains("FailedKillPod") || l.contains("CNI")
+        })
+        .collect();
+    check(cni_failures.is_empty(), || {
+        format!(
+            "failed CNI calls ({churn} pods churned):\n{}",
+            cni_failures.join("\n")
+        )
+    })
+}
