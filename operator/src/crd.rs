@@ -1,8 +1,17 @@
 //! The CustomResourceDefinition: `v1` (stored) and `v1alpha1` (served, deprecated), one schema,
 //! as upstream ships them.
+//!
+//! The schema generated from the Rust types is made one every API server since 1.16 accepts:
+//! - no `null` among an `enum`'s values. schemars lists one for an `Option` of an enum;
+//!   Kubernetes 1.20 cannot convert it (`json.Unmarshal` of an empty value fails), swallows the
+//!   error halfway through converting the versions and then refuses the CRD with
+//!   `spec.versions[1].name: Invalid value: ""`, and kubectl's client-side validation refuses
+//!   it first (`unknown object type "nil"`);
+//! - no `nullable`: like upstream's CRD, a field set to `null` is pruned by the API server, which
+//!   reads the same as the field being absent (a component is off).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 use kube::CustomResourceExt;
 
@@ -18,6 +27,7 @@ pub fn crd() -> CustomResourceDefinition {
             .and_then(|s| s.open_api_v3_schema.as_mut())
         {
             trim_placement_descriptions(schema);
+            make_portable(schema);
         }
     }
     if let Some(v1) = crd.spec.versions.first().cloned() {
@@ -31,6 +41,23 @@ pub fn crd() -> CustomResourceDefinition {
         crd.spec.versions.push(alpha);
     }
     crd
+}
+
+/// Removes what [`crd`]'s documentation lists from every node of the schema.
+fn make_portable(schema: &mut JSONSchemaProps) {
+    if let Some(values) = schema.enum_.as_mut() {
+        values.retain(|v| !v.0.is_null());
+    }
+    schema.nullable = None;
+    for child in schema.properties.iter_mut().flat_map(|m| m.values_mut()) {
+        make_portable(child);
+    }
+    if let Some(JSONSchemaPropsOrArray::Schema(items)) = schema.items.as_mut() {
+        make_portable(items);
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(extra)) = schema.additional_properties.as_mut() {
+        make_portable(extra);
+    }
 }
 
 /// The placement fields embed Kubernetes' Affinity and Toleration schemas, whose descriptions
@@ -57,14 +84,10 @@ fn strip_descriptions(schema: &mut JSONSchemaProps) {
     for child in schema.properties.iter_mut().flat_map(|m| m.values_mut()) {
         strip_descriptions(child);
     }
-    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(items)) =
-        schema.items.as_mut()
-    {
+    if let Some(JSONSchemaPropsOrArray::Schema(items)) = schema.items.as_mut() {
         strip_descriptions(items);
     }
-    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool::Schema(extra)) =
-        schema.additional_properties.as_mut()
-    {
+    if let Some(JSONSchemaPropsOrBool::Schema(extra)) = schema.additional_properties.as_mut() {
         strip_descriptions(extra);
     }
 }
