@@ -55,7 +55,6 @@ impl Cluster {
             }
         }
         let base = std::env::temp_dir().join(format!("kube-tier-{}", std::process::id()));
-        std::fs::create_dir_all(base.join("logs"))?;
         let node = Node::create(&format!("kube-tier-{}", std::process::id()), APISERVER_PORT)?;
         let mut cluster = Cluster {
             kubeconfig: base.join("admin.kubeconfig"),
@@ -69,6 +68,8 @@ impl Cluster {
             ovs: None,
             started,
         };
+        // From here on, a failure drops the cluster: teardown undoes what was started.
+        std::fs::create_dir_all(cluster.base.join("logs"))?;
         cluster.boot(repo)?;
         Ok(cluster)
     }

@@ -190,12 +190,12 @@ fn diagnostics(ctx: &Ctx) {
         println!(
             "    --- kubectl {}\n    {}",
             args.join(" "),
-            lines[lines.len().saturating_sub(25)..].join("\n    ")
+            lines[lines.len().saturating_sub(12)..].join("\n    ")
         );
     }
     println!(
         "    --- kubelet\n    {}",
-        c.log_tail("kubelet", 15).replace('\n', "\n    ")
+        c.log_tail("kubelet", 8).replace('\n', "\n    ")
     );
 }
 
@@ -250,7 +250,11 @@ impl Ctx {
         self.wait_rollout("deployment", OPERATOR)
     }
 
+    /// Waits for the object to exist, then `kubectl rollout status`.
     pub fn wait_rollout(&self, kind: &str, name: &str) -> Result<()> {
+        wait_for(&format!("{kind} {name} to exist"), Duration::from_secs(90), || {
+            Ok(self.exists(kind, name, Some(NAMESPACE))?.then_some(()))
+        })?;
         self.kubectl(&[
             "rollout",
             "status",

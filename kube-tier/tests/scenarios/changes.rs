@@ -150,7 +150,7 @@ fn expect_refused(ctx: &Ctx, reason: &str, words: &str) -> Result<()> {
 
 pub fn invalid_refused(ctx: &mut Ctx) -> Result<()> {
     ctx.apply_nac("linuxBridge: {}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n")?;
-    expect_refused(ctx, "FailedToValidate", "both or none")?;
+    expect_refused(ctx, "FailedToValidate", "rangeStart and rangeEnd")?;
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.wait_nac("Available", "True", Duration::from_secs(180))
         .map(drop)

@@ -120,7 +120,7 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
     // The kubelet tears the sandboxes down (CNI DEL) shortly after the API objects go.
     let ipam = ctx.cluster.base().join("cni/ipam/kube-tier");
     let tuning = ctx.cluster.base().join("cni/tuning");
-    wait_for("CNI DEL of both pods", Duration::from_secs(60), || {
+    wait_for("CNI DEL of both pods", Duration::from_secs(120), || {
         let ports = bridge_ports(ctx)?.len();
         let leases = ips.iter().filter(|ip| ipam.join(ip).exists()).count();
         Ok((ports + 2 <= before && leases == 0).then_some(()))
