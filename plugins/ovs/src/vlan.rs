@@ -80,8 +80,9 @@ impl PortVlan {
         let mut trunks = ints("trunks")?;
         trunks.sort_unstable();
         match mode.as_slice() {
+            // ovs-cni writes `tag=0` for `"vlan": 0`; this plugin leaves it unset: the same port.
             [m] if *m == "access" => Some(PortVlan::Access {
-                tag: tag.first().copied(),
+                tag: tag.first().copied().filter(|t| *t != 0),
             }),
             [m] if *m == "trunk" && tag.is_empty() => Some(PortVlan::Trunk { trunks }),
             // No mode: OVS makes a port with a tag an access port, one without a trunk.
