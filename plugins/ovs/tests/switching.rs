@@ -246,3 +246,30 @@ fn del_without_a_netns_removes_dead_ovs_cni_ports() {
     assert!(!node.cache_file(&container_id, false).exists());
     assert_eq!(node.host_veths(), vec![live_port]);
 }
+
+/// Back to ovs-cni: its CHECK of a pod this plugin attached passes, with the result this
+/// plugin printed, for an access port (with an address), `"vlan": 0` (ovs-cni wants `tag=0`),
+/// a trunk and a port of every VLAN; and it sees a changed tag.
+#[test]
+fn ovs_cni_check_of_an_attachment_we_made_passes() {
+    let node = OvsNode::start("sw-gocheck");
+    let cases = [
+        json!({"vlan": 100, "ipam": {"type": "static", "addresses": [{"address": "10.71.0.2/24"}]}}),
+        json!({"vlan": 0}),
+        json!({"trunk": [{"id": 10}, {"minID": 20, "maxID": 22}]}),
+        json!({}),
+    ];
+    let mut pods = Vec::new();
+    for (i, fields) in cases.into_iter().enumerate() {
+        let pod = Pod::new(&format!("sw-gocheck-{i}"));
+        let mut conf = node.config(fields);
+        conf["cniVersion"] = json!("1.0.0");
+        conf["prevResult"] = node.add_ok(&pod, &conf);
+        ovs_cni::check(&node, &pod, &conf).unwrap_or_else(|e| panic!("{conf}: {e}"));
+        pods.push((pod, conf));
+    }
+    let (pod, conf) = &pods[0];
+    node.vsctl(&["set", "Port", &pod.host_veth(), "tag=101"]);
+    let err = ovs_cni::check(&node, pod, conf).expect_err("a changed tag");
+    assert!(err.contains("vlan tag mismatch"), "{err}");
+}

@@ -257,3 +257,128 @@ fn random_veth_name() -> String {
     let mix = nanos ^ std::process::id().rotate_left(16) ^ N.fetch_add(1, Ordering::Relaxed) << 8;
     format!("veth{mix:08x}")
 }
+
+/// ovs-cni's CHECK (veth path) of `IFNAME` in `pod` for `conf`, whose `prevResult` is the ADD's
+/// result: its cache file must exist and agree with `conf` on the bridge, `socket_file`, the
+/// IPAM type and `deviceID`; every prevResult interface but `IFNAME` must be a host veth with
+/// its MAC; `IFNAME` in the pod a veth with its MAC, holding the prevResult's addresses; OVS
+/// must have the bridge, no error on the host interface, and the port's `vlan_mode`, `tag` and
+/// `trunks` as ovs-cni would make them for `conf`.
+pub fn check(node: &OvsNode, pod: &Pod, conf: &Value) -> Result<(), String> {
+    let text = std::fs::read(node.cache_file(&pod.container_id, false))
+        .map_err(|e| format!("error reading cached NetConf: {e}"))?;
+    let cache: Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+    let cached = &cache["Netconf"];
+    let text_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    for (key, want) in [
+        ("bridge", text_of(&conf["bridge"])),
+        ("socket_file", text_of(&conf["socket_file"])),
+        ("deviceID", text_of(&conf["deviceID"])),
+    ] {
+        if text_of(&cached[key]) != want {
+            return Err(format!(
+                "{key} mismatch: cache {}, netconf {want}",
+                cached[key]
+            ));
+        }
+    }
+    if text_of(&cached["ipam"]["type"]) != text_of(&conf["ipam"]["type"]) {
+        return Err("IPAM mismatch".to_string());
+    }
+
+    let prev = &conf["prevResult"];
+    let mut host = None;
+    for iface in prev["interfaces"]
+        .as_array()
+        .ok_or("no interfaces in prevResult")?
+    {
+        let name = text_of(&iface["name"]);
+        let (link, is_container) = if name == IFNAME {
+            if iface["sandbox"] != json!(pod.ns.path_str()) {
+                continue;
+            }
+            (pod.ns.link(&name), true)
+        } else {
+            (node.host.link(&name), false)
+        };
+        let link = link.ok_or(format!("interface {name} not found"))?;
+        if link.kind() != Some("veth") {
+            return Err(format!("interface {name} is not a veth"));
+        }
+        let mac = text_of(&iface["mac"]);
+        if !mac.is_empty() && link.mac().as_deref() != Some(mac.as_str()) {
+            return Err(format!(
+                "interface {name} has mac {:?}, not {mac}",
+                link.mac()
+            ));
+        }
+        if !is_container {
+            host = Some(name);
+        }
+    }
+    let addresses = pod.ns.addresses(IFNAME);
+    for ip in prev["ips"].as_array().into_iter().flatten() {
+        let address = text_of(&ip["address"]);
+        if !addresses.contains(&address) {
+            return Err(format!("{IFNAME} lacks {address}: {addresses:?}"));
+        }
+    }
+
+    let host = host.ok_or("no host interface in prevResult")?;
+    let mut ovs = node.ovsdb();
+    let bridge = text_of(&conf["bridge"]);
+    if select(&mut ovs, "Bridge", json!([["name", "==", bridge]]))?.len() != 1 {
+        return Err(format!("bridge {bridge} is not found"));
+    }
+    let iface = select(&mut ovs, "Interface", json!([["name", "==", host]]))?;
+    let error = iface
+        .first()
+        .map(|i| i["error"].clone())
+        .unwrap_or(Value::Null);
+    if error.as_str().is_some_and(|e| !e.is_empty()) {
+        return Err(format!("interface {host} is in error state"));
+    }
+    let port = select(&mut ovs, "Port", json!([["name", "==", host]]))?;
+    let port = port.first().ok_or(format!("no port {host}"))?;
+    let ints = |v: &Value| -> Vec<u64> {
+        ovs::ovsdb::set_items(v)
+            .into_iter()
+            .filter_map(Value::as_u64)
+            .collect()
+    };
+    let mode = ovs::ovsdb::set_items(&port["vlan_mode"])
+        .first()
+        .and_then(|m| m.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let tag = ints(&port["tag"]);
+    let mut trunks = ints(&port["trunks"]);
+    trunks.sort_unstable();
+    match conf["vlan"].as_u64() {
+        None if !tag.is_empty() => {
+            return Err(format!("vlan tag mismatch. ovs={tag:?},netconf=nil"))
+        }
+        None => {}
+        Some(v) if tag != [v] => return Err(format!("vlan tag mismatch. ovs={tag:?},netconf={v}")),
+        Some(_) if mode != "access" => return Err(format!("vlan mode mismatch: {mode}")),
+        Some(_) => {}
+    }
+    let mut want: Vec<u64> = Vec::new();
+    for t in conf["trunk"].as_array().into_iter().flatten() {
+        if let (Some(min), Some(max)) = (t["minID"].as_u64(), t["maxID"].as_u64()) {
+            want.extend(min..=max);
+        }
+        if let Some(id) = t["id"].as_u64() {
+            want.push(id);
+        }
+    }
+    want.sort_unstable();
+    want.dedup();
+    if trunks != want {
+        return Err(format!("trunk mismatch. ovs={trunks:?},netconf={want:?}"));
+    }
+    if !want.is_empty() && mode != "trunk" {
+        return Err(format!("vlan mode mismatch: {mode}"));
+    }
+    Ok(())
+}
