@@ -1,14 +1,16 @@
 //! The command line. The operator renders it into DaemonSets, so names and flags are stable:
 //!
 //! ```text
-//! cni-installer install   --from DIR --to DIR [--plugins a,b] [--replace-foreign]
-//! cni-installer uninstall --to DIR [--plugins a,b]
-//! cni-installer probe     --to DIR [--plugins a,b]
-//! cni-installer run       --from DIR --to DIR [--plugins a,b] [--replace-foreign]
+//! cni-installer install   --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
+//! cni-installer uninstall --to DIR [--plugins a,b,c=a]
+//! cni-installer probe     --to DIR [--plugins a,b,c=a]
+//! cni-installer run       --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
 //!                         [--mark linux-bridge|ovs] [--ovsdb ENDPOINT] [--interval 60s]
 //! ```
 //!
-//! Flags take their value as the next argument or after `=`.
+//! Flags take their value as the next argument or after `=`. In `--plugins`, `NAME=SOURCE`
+//! installs the source file `SOURCE` under the name `NAME` (`cnv-bridge=bridge`); uninstall and
+//! probe take the same list and use the names.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,7 +42,8 @@ flags:
   --from DIR           where the plugins are (install, run; default /plugins)
   --to DIR             the node's CNI binary directory (default /host/opt/cni/bin)
   --plugins a,b        which plugins (default: install/run every file in --from;
-                       uninstall/probe everything installed)
+                       uninstall/probe everything installed); NAME=SOURCE installs
+                       the file SOURCE under the name NAME, e.g. cnv-bridge=bridge
   --replace-foreign    replace files this tool did not install, keeping them as .<name>.orig
   --mark KIND          run: publish linux-bridge or ovs bridges on the Node (needs NODE_NAME)
   --ovsdb ENDPOINT     run --mark ovs: OVSDB (default unix:/host/var/run/openvswitch/db.sock)
@@ -108,6 +111,9 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
     let flags = parse_flags(command, rest, allowed)?;
     let to = PathBuf::from(flags.to.as_deref().unwrap_or(DEFAULT_TO));
     let plugins = flags.plugins.as_deref().map(parse_plugins).transpose()?;
+    let names: Option<Vec<String>> = plugins
+        .as_ref()
+        .map(|list| list.iter().map(|p| p.name.clone()).collect());
     let install = || install::Options {
         from: PathBuf::from(flags.from.as_deref().unwrap_or(DEFAULT_FROM)),
         to: to.clone(),
@@ -118,11 +124,11 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
         "install" => Command::Install(install()),
         "uninstall" => Command::Uninstall(uninstall::Options {
             to: to.clone(),
-            plugins: plugins.clone(),
+            plugins: names.clone(),
         }),
         "probe" => Command::Probe(probe::Options {
             to: to.clone(),
-            plugins: plugins.clone(),
+            plugins: names.clone(),
         }),
         _ => Command::Run(RunOptions {
             install: install(),
@@ -215,20 +221,24 @@ fn mark_options(flags: &Flags, node_name: Option<&str>) -> Result<Option<MarkOpt
     }))
 }
 
-/// `a,b,c`: no empty names, no repeats.
-fn parse_plugins(s: &str) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Vec::new();
-    for name in s.split(',').map(str::trim) {
-        if name.is_empty() {
+/// `a,b,c=a`: each a name or `NAME=SOURCE`; no empty entries, no name twice (a source may
+/// serve several names).
+fn parse_plugins(s: &str) -> Result<Vec<install::Plugin>> {
+    let mut plugins: Vec<install::Plugin> = Vec::new();
+    for entry in s.split(',').map(str::trim) {
+        if entry.is_empty() {
             return Err(usage_error(&format!("--plugins {s:?}: an empty name")));
         }
-        install::check_name(name)?;
-        if names.iter().any(|n| n == name) {
-            return Err(usage_error(&format!("--plugins {s:?}: {name} twice")));
+        let plugin = install::Plugin::parse(entry)?;
+        if plugins.iter().any(|p| p.name == plugin.name) {
+            return Err(usage_error(&format!(
+                "--plugins {s:?}: {} twice",
+                plugin.name
+            )));
         }
-        names.push(name.to_string());
+        plugins.push(plugin);
     }
-    Ok(names)
+    Ok(plugins)
 }
 
 /// `500ms`, `30s`, `5m`, `1h`, or a number of seconds; more than zero.
@@ -270,6 +280,10 @@ mod tests {
         Some(names.iter().map(|s| s.to_string()).collect())
     }
 
+    fn sources(names: &[&str]) -> Option<Vec<install::Plugin>> {
+        Some(names.iter().map(|s| install::Plugin::named(s)).collect())
+    }
+
     #[test]
     fn the_commands_the_operator_renders_parse() {
         assert_eq!(
@@ -281,7 +295,7 @@ mod tests {
             Command::Install(install::Options {
                 from: "/plugins".into(),
                 to: "/host/opt/cni/bin".into(),
-                plugins: plugins(&["bridge", "tuning"]),
+                plugins: sources(&["bridge", "tuning"]),
                 replace_foreign: true,
             })
         );
@@ -310,7 +324,7 @@ mod tests {
                 install: install::Options {
                     from: "/plugins".into(),
                     to: "/host/opt/cni/bin".into(),
-                    plugins: plugins(&["ovs"]),
+                    plugins: sources(&["ovs"]),
                     replace_foreign: false,
                 },
                 mark: Some(MarkOptions {
@@ -333,6 +347,53 @@ mod tests {
         );
     }
 
+    /// The names configs written for the cluster-network-addons-operator use: `cnv-bridge` and
+    /// `cnv-tuning`, copies of `bridge` and `tuning`.
+    #[test]
+    fn a_plugin_can_be_installed_under_a_second_name() {
+        let list = "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning";
+        let second = |name: &str, source: &str| install::Plugin {
+            name: name.to_string(),
+            source: source.to_string(),
+        };
+        let Command::Install(opts) = parse(
+            &args(&format!("install --from /plugins --to /x --plugins {list}")),
+            None,
+        )
+        .expect("install") else {
+            panic!("not install");
+        };
+        assert_eq!(
+            opts.plugins,
+            Some(vec![
+                install::Plugin::named("bridge"),
+                install::Plugin::named("tuning"),
+                second("cnv-bridge", "bridge"),
+                second("cnv-tuning", "tuning"),
+            ])
+        );
+        let names = plugins(&["bridge", "tuning", "cnv-bridge", "cnv-tuning"]);
+        assert_eq!(
+            parse(&args(&format!("probe --to /x --plugins={list}")), None).ok(),
+            Some(Command::Probe(probe::Options {
+                to: "/x".into(),
+                plugins: names.clone(),
+            }))
+        );
+        assert_eq!(
+            parse(&args(&format!("uninstall --to /x --plugins {list}")), None).ok(),
+            Some(Command::Uninstall(uninstall::Options {
+                to: "/x".into(),
+                plugins: names,
+            }))
+        );
+        let Command::Run(run) = parse(&args(&format!("run --plugins {list}")), None).expect("run")
+        else {
+            panic!("not run");
+        };
+        assert_eq!(run.install.plugins.map(|p| p.len()), Some(4));
+    }
+
     #[test]
     fn mistakes_are_named() {
         for (line, node, says) in [
@@ -344,6 +405,18 @@ mod tests {
             ("install --plugins bridge,,tuning", None, "an empty name"),
             ("install --plugins bridge,bridge", None, "bridge twice"),
             ("install --plugins ../x", None, "invalid plugin name"),
+            ("install --plugins x=../bridge", None, "invalid plugin name"),
+            ("install --plugins cnv-bridge=", None, "invalid plugin name"),
+            (
+                "install --plugins cnv-bridge=bridge,cnv-bridge=tuning",
+                None,
+                "cnv-bridge twice",
+            ),
+            (
+                "install --plugins bridge,bridge=bridge",
+                None,
+                "bridge twice",
+            ),
             ("install --replace-foreign=yes", None, "takes no value"),
             ("install stray", None, "unexpected argument"),
             (

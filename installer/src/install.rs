@@ -27,9 +27,40 @@ pub struct Options {
     pub from: PathBuf,
     /// The node's CNI binary directory.
     pub to: PathBuf,
-    /// None: every file in `from`.
-    pub plugins: Option<Vec<String>>,
+    /// None: every file in `from`, each under its own name.
+    pub plugins: Option<Vec<Plugin>>,
     pub replace_foreign: bool,
+}
+
+/// One binary to install: the name it gets in the destination directory, and the file in the
+/// source directory it is a copy of. They differ for the second names some configs use for
+/// the same plugin (`cnv-bridge`, a copy of `bridge`); every name is installed, recorded,
+/// verified and protected on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plugin {
+    pub name: String,
+    pub source: String,
+}
+
+impl Plugin {
+    /// A plugin installed under the name of its source.
+    pub fn named(name: &str) -> Plugin {
+        Plugin {
+            name: name.to_string(),
+            source: name.to_string(),
+        }
+    }
+
+    /// `NAME` or `NAME=SOURCE`; both must be plain file names (see [`check_name`]).
+    pub fn parse(s: &str) -> Result<Plugin> {
+        let (name, source) = s.split_once('=').unwrap_or((s, s));
+        check_name(name)?;
+        check_name(source)?;
+        Ok(Plugin {
+            name: name.to_string(),
+            source: source.to_string(),
+        })
+    }
 }
 
 /// What was done for one plugin.
@@ -64,6 +95,8 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     pub name: String,
+    /// The file in the source directory it was installed from (usually `name`).
+    pub source: String,
     pub action: Action,
     pub sha256: String,
     pub version: PluginVersion,
@@ -218,9 +251,9 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 /// The plugins to install: the ones named, or every file in `from`.
-fn plugin_names(opts: &Options) -> Result<Vec<String>> {
-    let names = match &opts.plugins {
-        Some(names) => names.clone(),
+fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
+    let plugins = match &opts.plugins {
+        Some(plugins) => plugins.clone(),
         None => {
             let mut names = Vec::new();
             let entries = fs::read_dir(&opts.from)
@@ -233,24 +266,32 @@ fn plugin_names(opts: &Options) -> Result<Vec<String>> {
                 }
             }
             names.sort();
-            names
+            names.iter().map(|n| Plugin::named(n)).collect()
         }
     };
-    if names.is_empty() {
+    if plugins.is_empty() {
         return Err(Error::new(format!(
             "no plugins to install from {}",
             opts.from.display()
         )));
     }
-    for name in &names {
-        check_name(name)?;
+    for (i, plugin) in plugins.iter().enumerate() {
+        check_name(&plugin.name)?;
+        check_name(&plugin.source)?;
+        if plugins[..i].iter().any(|p| p.name == plugin.name) {
+            return Err(Error::new(format!(
+                "{} is to be installed twice",
+                plugin.name
+            )));
+        }
     }
-    Ok(names)
+    Ok(plugins)
 }
 
 /// One plugin, inspected.
 struct Planned {
     name: String,
+    source_name: String,
     source: PathBuf,
     source_sha256: String,
     decision: Decision,
@@ -258,7 +299,7 @@ struct Planned {
 
 /// Installs the plugins; see the module's description.
 pub fn install(opts: &Options) -> Result<Report> {
-    let names = plugin_names(opts)?;
+    let plugins = plugin_list(opts)?;
     let to = opts.to.as_path();
     if !to.is_dir() {
         fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
@@ -271,9 +312,13 @@ pub fn install(opts: &Options) -> Result<Report> {
     let old_record = Record::load(to)?;
     let mut record = old_record.clone();
 
-    let mut planned = Vec::with_capacity(names.len());
-    for name in names {
-        let source = opts.from.join(&name);
+    let mut planned = Vec::with_capacity(plugins.len());
+    for Plugin {
+        name,
+        source: source_name,
+    } in plugins
+    {
+        let source = opts.from.join(&source_name);
         let source_sha256 = source_digest(&source)?;
         let existing = inspect(&to.join(&name))?;
         let decision = decide(
@@ -285,6 +330,7 @@ pub fn install(opts: &Options) -> Result<Report> {
         );
         planned.push(Planned {
             name,
+            source_name,
             source,
             source_sha256,
             decision,
@@ -321,6 +367,7 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
             verify::version(&to.join(&name)).map_err(|e| e.context(format!("checking {name}")))?;
         let outcome = Outcome {
             name,
+            source: plan.source_name,
             action,
             sha256: plan.source_sha256,
             version,
@@ -689,6 +736,28 @@ mod tests {
                 want,
                 "{existing:?} recorded {recorded:?} pending {pending:?} replace {replace}"
             );
+        }
+    }
+
+    #[test]
+    fn a_plugin_is_a_name_or_a_name_and_its_source() {
+        assert_eq!(Plugin::parse("bridge").ok(), Some(Plugin::named("bridge")));
+        assert_eq!(
+            Plugin::parse("cnv-bridge=bridge").ok(),
+            Some(Plugin {
+                name: "cnv-bridge".to_string(),
+                source: "bridge".to_string(),
+            })
+        );
+        for bad in [
+            "=bridge",
+            "cnv-bridge=",
+            "a=b=c",
+            "../x=bridge",
+            "x=../bridge",
+            ".x=y",
+        ] {
+            assert!(Plugin::parse(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -41,11 +41,16 @@ pub fn print_install_report(report: &install::Report, log: &dyn Fn(&str)) {
                 "replaced a foreign file (the original kept earlier stays)".to_string()
             }
         };
+        let from = if p.source == p.name {
+            String::new()
+        } else {
+            format!(", a copy of {}", p.source)
+        };
         log(&format!(
-            "{}: {what} (sha256 {}, cniVersion {})",
+            "{}: {what} (sha256 {}, cniVersion {}{from})",
             p.name,
             digest::short(&p.sha256),
-            p.version.cni_version
+            p.version.cni_version,
         ));
     }
 }

@@ -58,7 +58,10 @@ fn install_verifies_records_and_a_rerun_writes_nothing() {
     let report = install::install(&install::Options {
         from: src.clone(),
         to: dst.clone(),
-        plugins: Some(vec!["bridge".to_string(), "tuning".to_string()]),
+        plugins: Some(vec![
+            install::Plugin::named("bridge"),
+            install::Plugin::named("tuning"),
+        ]),
         replace_foreign: false,
     })
     .expect("install again");
@@ -398,4 +401,104 @@ fn a_replaced_foreign_file_stays_the_original_through_later_replacements() {
     run_ok(&["uninstall", "--to", &d]);
     assert_eq!(sha256(&dst.join("bridge")), vendor);
     assert_eq!(listing(&dst), ["bridge"]);
+}
+
+/// Configs written for the cluster-network-addons-operator say `"type": "cnv-bridge"` and
+/// `"cnv-tuning"`: the same binaries under second names, each installed, recorded, verified,
+/// probed and uninstalled like any plugin, and a file another installer left at such a name
+/// (CNAO's copy, or its symlink to the vendor's binary) is foreign like any other.
+#[test]
+fn second_names_install_copies_under_the_same_guarantees() {
+    let t = TestDir::new("second-names");
+    let (src, dst, s, d) = t.src_dst();
+    let bridge = write_plugin(&src, "bridge", b'b', 10);
+    let tuning = write_plugin(&src, "tuning", b't', 10);
+    let list = "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning";
+    // What CNAO leaves on a node: its own cnv-bridge, and cnv-tuning a symlink to the vendor's.
+    let cnao_bridge = dst.join("cnv-bridge");
+    fs::write(&cnao_bridge, b"#!/bin/sh\necho cnao bridge\n").expect("cnao bridge");
+    let cnao_sha = sha256(&cnao_bridge);
+    symlink("/usr/lib/cni/tuning", dst.join("cnv-tuning")).expect("cnao symlink");
+
+    let mut args = vec!["install"];
+    args.extend(flags(&s, &d, list));
+    let err = run_err(&args);
+    assert!(err.contains("cnv-bridge has sha256"), "{err}");
+    assert!(err.contains("cnv-tuning is a symlink"), "{err}");
+    assert_eq!(
+        listing(&dst),
+        ["cnv-bridge", "cnv-tuning"],
+        "nothing written"
+    );
+
+    let log = install(&s, &d, list, &["--replace-foreign"]);
+    assert!(log.contains("bridge: installed"), "{log}");
+    assert!(
+        log.contains("cnv-bridge: replaced a foreign file, kept as .cnv-bridge.orig"),
+        "{log}"
+    );
+    assert!(log.contains("a copy of tuning)"), "{log}");
+    for (name, sha) in [
+        ("bridge", &bridge),
+        ("cnv-bridge", &bridge),
+        ("tuning", &tuning),
+        ("cnv-tuning", &tuning),
+    ] {
+        let path = dst.join(name);
+        assert_eq!(&sha256(&path), sha, "{name}");
+        assert_eq!(mode(&path), 0o755, "{name}");
+        assert!(
+            !fs::symlink_metadata(&path)
+                .expect("lstat")
+                .file_type()
+                .is_symlink(),
+            "{name} is a file of its own"
+        );
+    }
+    assert_ne!(
+        stamp(&dst.join("bridge")).ino,
+        stamp(&dst.join("cnv-bridge")).ino,
+        "a copy, not a link: replacing one name never changes the other"
+    );
+    let record = Record::load(&dst).expect("record");
+    assert_eq!(record.plugins["cnv-bridge"].sha256, bridge);
+    assert_eq!(record.plugins["cnv-tuning"].cni_version, "1.1.0");
+    assert!(record.pending.is_empty());
+
+    // Re-run without the flag: everything is ours now, nothing is written.
+    let before = stamp(&dst.join("cnv-bridge"));
+    let log = install(&s, &d, list, &[]);
+    assert!(log.contains("cnv-bridge: unchanged"), "{log}");
+    assert_eq!(stamp(&dst.join("cnv-bridge")), before);
+    run_ok(&["probe", "--to", &d, "--plugins", list]);
+    run_ok(&["probe", "--to", &d, "--plugins", "cnv-bridge"]);
+
+    // An upgrade of the source upgrades every name installed from it.
+    let bridge2 = write_plugin(&src, "bridge", b'c', 10);
+    let log = install(&s, &d, list, &[]);
+    assert!(log.contains("cnv-bridge: upgraded from sha256"), "{log}");
+    assert_eq!(sha256(&dst.join("cnv-bridge")), bridge2);
+
+    // An altered second name fails the probe like any plugin.
+    fs::remove_file(dst.join("cnv-tuning")).expect("rm");
+    let err = run_err(&["probe", "--to", &d, "--plugins", list]);
+    assert!(err.contains("cnv-tuning is missing"), "{err}");
+    install(&s, &d, list, &[]);
+
+    let log = run_ok(&["uninstall", "--to", &d, "--plugins", list]);
+    assert!(
+        log.contains("cnv-bridge: .cnv-bridge.orig put back"),
+        "{log}"
+    );
+    assert!(
+        log.contains("cnv-tuning: .cnv-tuning.orig put back"),
+        "{log}"
+    );
+    assert!(log.contains("bridge: removed"), "{log}");
+    assert_eq!(sha256(&cnao_bridge), cnao_sha);
+    assert_eq!(
+        fs::read_link(dst.join("cnv-tuning")).expect("symlink back"),
+        Path::new("/usr/lib/cni/tuning")
+    );
+    assert_eq!(listing(&dst), ["cnv-bridge", "cnv-tuning"]);
 }

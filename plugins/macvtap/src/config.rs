@@ -148,7 +148,7 @@ impl Settings {
                          configuration sets the mode",
                         ));
                     }
-                    check_link_name("deviceID", id)?;
+                    check_device_id(id)?;
                     Some(Source::Device(id.clone()))
                 }
                 (None, Some(master)) => {
@@ -229,6 +229,19 @@ fn id_field(field: &Field<u32>, name: &str, default: u32) -> Result<u32> {
         Some(u32::MAX) => Err(invalid(name, rule, &Value::from(u32::MAX))),
         Some(id) => Ok(id),
     }
+}
+
+/// A device plugin's device ID: any text without a NUL (the link's name is derived from it,
+/// see [`crate::macvtap::device_link_names`]), of a sane length.
+fn check_device_id(id: &str) -> Result<()> {
+    if id.len() > 253 || id.contains('\0') {
+        return Err(invalid(
+            "deviceID",
+            "a device ID of the device plugin (at most 253 characters)",
+            &Value::from(id),
+        ));
+    }
+    Ok(())
 }
 
 /// A link name the kernel would accept, checked up front for a clear error.
@@ -361,7 +374,8 @@ mod tests {
             (json!({"master": "a-name-far-too-long"}), "master"),
             (json!({"master": 7}), "master"),
             (json!({"deviceID": ["x"]}), "deviceID"),
-            (json!({"deviceID": "a:b"}), "deviceID"),
+            (json!({"deviceID": "x".repeat(254)}), "deviceID"),
+            (json!({"deviceID": "a\u{0}b"}), "deviceID"),
             (json!({"master": "eth1", "mtu": 67}), "mtu"),
             (json!({"master": "eth1", "mtu": 65536}), "mtu"),
             (json!({"master": "eth1", "mtu": -1}), "mtu"),

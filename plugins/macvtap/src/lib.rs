@@ -16,7 +16,7 @@ use cni_common::version::ResultFormat;
 use cni_common::{ipam, Code, Context, Error, Result};
 
 use crate::config::{MacvtapConf, Settings, Source};
-use crate::macvtap::{is_macvtap, temp_name, Claim, Namespaces};
+use crate::macvtap::{device_link_names, is_macvtap, temp_name, Claim, Namespaces};
 
 pub const ABOUT: &str = concat!(
     "macvtap CNI plugin ",
@@ -157,10 +157,9 @@ impl Plugin for Macvtap {
                 .as_deref()
                 .or(own.device_id.lenient().map(String::as_str));
             // The names it has before the rename, should a crashed ADD have stopped there.
-            for name in [Some(ifname), Some(temp.as_str()), device_id]
-                .into_iter()
-                .flatten()
-            {
+            let mut names = vec![ifname.to_string(), temp.clone()];
+            names.extend(device_id.map(device_link_names).unwrap_or_default());
+            for name in &names {
                 delete_macvtap(&ctr, name)?;
             }
         }

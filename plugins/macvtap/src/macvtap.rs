@@ -5,6 +5,7 @@
 //! of its /dev/tapN. One created directly in the container would get a small ifindex that every
 //! other pod's macvtap has too.
 
+use cni_common::env::validate_ifname;
 use cni_common::mac::MacAddr;
 use cni_common::naming::stable_hash;
 use cni_common::netlink::{Link, Netlink};
@@ -21,6 +22,25 @@ pub fn temp_name(container_id: &str, ifname: &str) -> String {
     // Stable across builds, since the DEL may be run by a newer binary than the ADD.
     let hash = stable_hash(&[container_id, ifname]);
     format!("mvtap{:010x}", hash >> 24)
+}
+
+/// The name macvtap-cni's device plugin (its releases since April 2026) gives the macvtap it
+/// creates for `device_id`: `mvt` and the low 48 bits of xxHash64 (seed 0) of the device ID in
+/// 12 lower-case hex digits, so that a long resource name still fits IFNAMSIZ.
+pub fn device_plugin_name(device_id: &str) -> String {
+    let hash = xxhash_rust::xxh64::xxh64(device_id.as_bytes(), 0);
+    format!("mvt{:012x}", hash & 0xffff_ffff_ffff)
+}
+
+/// The names the device plugin's macvtap for `device_id` can have in the host namespace, in
+/// the order they are tried: the hashed name of today's device plugin, then the device ID
+/// itself, which older releases used (when it is a valid interface name at all).
+pub fn device_link_names(device_id: &str) -> Vec<String> {
+    let mut names = vec![device_plugin_name(device_id)];
+    if validate_ifname(device_id).is_ok() && device_id != names[0] {
+        names.push(device_id.to_string());
+    }
+    names
 }
 
 pub fn is_macvtap(link: &Link) -> bool {
@@ -76,23 +96,35 @@ enum Place {
 }
 
 impl<'a> Claim<'a> {
-    /// deviceID mode: `ip link set <id> netns <container>`, then the MTU and MAC.
+    /// deviceID mode: `ip link set <name> netns <container>`, then the MTU and MAC. The
+    /// device plugin's macvtap is found under either name it may have (see
+    /// [`device_link_names`]).
     pub fn take_device(
         ns: Namespaces<'a>,
         id: &str,
         mtu: Option<u32>,
         mac: Option<&MacAddr>,
     ) -> Result<Claim<'a>> {
-        let original = ns.host.link_show(id)?.ok_or_else(|| {
+        let names = device_link_names(id);
+        let mut found = None;
+        for name in &names {
+            if let Some(link) = ns.host.link_show(name)? {
+                found = Some(link);
+                break;
+            }
+        }
+        let original = found.ok_or_else(|| {
             Error::system(format!(
-                "deviceID {id}: no such link in the host network namespace (the device plugin \
-                 creates it when it allocates the device to the pod)"
+                "deviceID {id}: neither {} exists in the host network namespace (the device \
+                 plugin creates it when it allocates the device to the pod)",
+                names.join(" nor ")
             ))
         })?;
+        let name = original.name.clone();
         if !is_macvtap(&original) {
             // Moving anything else (a NIC, a veth) into the pod would take it from the host.
             return Err(Error::invalid_config(format!(
-                "deviceID {id} names a {} link, not a macvtap",
+                "deviceID {id}: {name} is a {} link, not a macvtap",
                 original.kind.as_deref().unwrap_or("kind-less")
             )));
         }
@@ -107,27 +139,28 @@ impl<'a> Claim<'a> {
         // another).
         if let Some(taken) = ns.ctr.link_show_index(host_index)? {
             return Err(Error::system(format!(
-                "the container's {} has ifindex {host_index}, which {id} needs to keep \
+                "the container's {} has ifindex {host_index}, which {name} needs to keep \
                  /dev/tap{host_index}, the node the device plugin gave the pod",
                 taken.name
             )));
         }
         ns.host
             .link_set_netns(host_index, ns.ctr_ns)
-            .with_context(|| format!("moving {id} into the container"))?;
+            .with_context(|| format!("moving {name} into the container"))?;
         let mut claim = Claim {
             ns,
             origin: Origin::DevicePlugin(original),
             place: Place::Moved,
-            name: id.to_string(),
+            name: name.clone(),
             kept: false,
         };
         let index = claim.locate()?;
         if index != host_index {
             // Something took the index between the check and the move.
             return Err(Error::system(format!(
-                "moving {id} into the container changed its ifindex from {host_index} to {index}, \
-                 so /dev/tap{host_index}, which the device plugin gave the pod, is not its node"
+                "moving {name} into the container changed its ifindex from {host_index} to \
+                 {index}, so /dev/tap{host_index}, which the device plugin gave the pod, is not \
+                 its node"
             )));
         }
         claim.set_mtu_mac(mtu, mac)?;
@@ -300,6 +333,41 @@ impl Drop for Claim<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Checked against the reference xxHash library (python-xxhash 3, XXH64, seed 0): the
+    /// published vectors for "", "a" and "abc", device IDs as the device plugin makes them, one
+    /// whose hash needs zero padding, and the long ID of macvtap-cni's own test.
+    #[test]
+    fn device_plugin_names_are_mvt_and_48_bits_of_xxhash64() {
+        for (id, name) in [
+            ("", "mvtdb3751d8e999"),
+            ("a", "mvtc4f1a98c6e5b"),
+            ("abc", "mvt2cf5ad770999"),
+            ("dataplaneMvp7", "mvtd41534302cb4"),
+            ("eth0Mvp83", "mvtf19ca79529c8"),
+            ("dataplaneMvp7397", "mvt0001c768789f"),
+            (
+                "a-very-long-device-id-that-would-overflow-ifname",
+                "mvt8ac8386c48ba",
+            ),
+        ] {
+            assert_eq!(device_plugin_name(id), name, "{id:?}");
+            assert_eq!(name.len(), 15);
+        }
+    }
+
+    #[test]
+    fn device_links_are_looked_for_hashed_then_as_the_id() {
+        assert_eq!(
+            device_link_names("eth0Mvp83"),
+            vec!["mvtf19ca79529c8".to_string(), "eth0Mvp83".to_string()]
+        );
+        // Too long for an interface name: only today's device plugin can have made it.
+        assert_eq!(
+            device_link_names("dataplanelongMvp12"),
+            vec![device_plugin_name("dataplanelongMvp12")]
+        );
+    }
 
     #[test]
     fn temp_names_fit_ifnamsiz_and_differ_per_attachment() {

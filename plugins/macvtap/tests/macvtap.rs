@@ -9,7 +9,7 @@ use common::{
     config, error_of, stdout_json, tap_device, tap_owner, tap_path, with_prev, FakeIpam, Node, Pod,
     IFNAME, PARENT, PARENT_PEER,
 };
-use netns_tests::{expect_success, host_local_leases, TempDir};
+use netns_tests::{expect_success, host_local_leases, Link, TempDir};
 use serde_json::{json, Value};
 
 fn standalone(fields: Value) -> Value {
@@ -184,6 +184,62 @@ fn device_id_mode_moves_the_device_plugins_macvtap_into_the_pod() {
         Some(format!("{IFNAME}/macvtap/tap{}", dp.ifindex))
     );
     assert_eq!(tap_owner(dp.ifindex), Some((107, 107)));
+}
+
+/// macvtap-cni's device plugin since its April 2026 releases names the macvtap `mvt` and 48
+/// bits of xxHash64 of the device ID, so a resource name of any length fits; Multus still
+/// passes the device ID. Found under that name, taken into the pod, and given back under it
+/// when the ADD fails.
+#[test]
+fn device_id_mode_finds_the_macvtap_under_todays_device_plugin_name() {
+    let node = Node::new("mvt-dphash");
+    let pod = node.pod("mvt-dphash");
+    // Longer than an interface name: only the hashed name can exist.
+    let id = "dataplanelongMvp12";
+    let hashed = macvtap::macvtap::device_plugin_name(id);
+    let dp = node.device_plugin_macvtap(&hashed, &[]);
+
+    // A failed ADD puts it back where the device plugin expects it.
+    let broken = config(
+        "1.0.0",
+        json!({"deviceID": id, "ipam": static_ipam("not-an-address")}),
+    );
+    error_of(&node.call("ADD", &pod, &broken));
+    let back = node.host.link(&hashed).expect("given back under its name");
+    assert_eq!(back.ifindex, dp.ifindex);
+    assert!(pod.macvtaps().is_empty());
+
+    let conf = config("1.1.0", json!({"deviceID": id}));
+    let out = node.call("ADD", &pod, &conf);
+    expect_success(&out, "ADD");
+    assert!(node.host.link(&hashed).is_none(), "still in the host");
+    let link = pod.iface().expect("net1 in the pod");
+    assert_eq!(link.ifindex, dp.ifindex);
+    assert_eq!(link.mac(), dp.mac());
+    assert_eq!(tap_owner(dp.ifindex), Some((107, 107)));
+    expect_success(&node.call("CHECK", &pod, &with_prev(&conf, &out)), "CHECK");
+    expect_success(&node.call("DEL", &pod, &conf), "DEL");
+    assert!(pod.macvtaps().is_empty());
+    assert!(node.host_macvtaps().is_empty());
+    assert!(tap_device(dp.ifindex).is_none());
+}
+
+/// A node may hold a macvtap under both names (one an older device plugin left behind): the
+/// name today's device plugin gives it wins, and the other is not touched.
+#[test]
+fn device_id_mode_prefers_the_hashed_name_to_the_plain_one() {
+    let node = Node::new("mvt-dpboth");
+    let pod = node.pod("mvt-dpboth");
+    let hashed = macvtap::macvtap::device_plugin_name("dp0Mvp5");
+    let new = node.device_plugin_macvtap(&hashed, &[]);
+    let old = node.device_plugin_macvtap("dp0Mvp5", &[]);
+    let conf = config("1.1.0", json!({"deviceID": "dp0Mvp5"}));
+    expect_success(&node.call("ADD", &pod, &conf), "ADD");
+    assert_eq!(pod.iface().expect("net1").ifindex, new.ifindex);
+    assert_eq!(
+        node.host.link("dp0Mvp5").map(|l| l.ifindex),
+        Some(old.ifindex)
+    );
 }
 
 #[test]
@@ -519,4 +575,67 @@ fn add_at_1_1_0_puts_the_ipam_address_on_the_macvtap() {
     let result = stdout_json(&out);
     assert_eq!(result["ips"][0]["address"], "10.250.3.1/24");
     assert_eq!(result["ips"][0]["interface"], 0);
+}
+
+/// What macvtap-cni's ADD leaves, done by hand: today's device plugin made `mvt<hash>` in the
+/// host; macvtap-cni moved it into the pod, renamed it to CNI_IFNAME, brought it up and gave
+/// /dev/tapN to qemu (107). No file anywhere.
+fn attach_the_macvtap_cni_way(node: &Node, pod: &Pod, device_id: &str) -> Link {
+    let hashed = macvtap::macvtap::device_plugin_name(device_id);
+    let dp = node.device_plugin_macvtap(&hashed, &[]);
+    node.host
+        .netns()
+        .exec_ok("ip", &["link", "set", &hashed, "netns", pod.ns.name()]);
+    pod.ns
+        .exec_ok("ip", &["link", "set", &hashed, "name", IFNAME, "up"]);
+    std::os::unix::fs::chown(tap_path(dp.ifindex), Some(107), Some(107)).expect("chown /dev/tapN");
+    pod.iface().expect("net1 in the pod")
+}
+
+/// After a node switches from macvtap-cni to this plugin: CHECK and DEL of a pod macvtap-cni
+/// attached work, with its prevResult (spec 0.4.0, the newest macvtap-cni speaks), and leave
+/// nothing: no macvtap in the pod or the host, no /dev/tapN.
+#[test]
+fn check_and_del_of_an_attachment_macvtap_cni_made_leave_nothing() {
+    let node = Node::new("mvt-fromgo");
+    let pod = node.pod("mvt-fromgo");
+    let id = "dataplaneMvp3";
+    let link = attach_the_macvtap_cni_way(&node, &pod, id);
+    let mut conf = config("0.4.0", json!({"deviceID": id}));
+    conf["prevResult"] = json!({
+        "cniVersion": "0.4.0",
+        "interfaces": [{"name": IFNAME, "mac": link.mac(), "sandbox": pod.ns.path_str()}],
+        "dns": {}
+    });
+    expect_success(&node.call("CHECK", &pod, &conf), "CHECK");
+    expect_success(&node.call("DEL", &pod, &conf), "DEL");
+    assert!(pod.macvtaps().is_empty());
+    assert!(node.host_macvtaps().is_empty());
+    assert!(
+        tap_device(link.ifindex).is_none(),
+        "/dev/tap{} left",
+        link.ifindex
+    );
+}
+
+/// After a node switches back: macvtap-cni's DEL (`ip link del CNI_IFNAME` in the pod) of a pod
+/// this plugin attached leaves nothing either.
+#[test]
+fn macvtap_cni_del_of_an_attachment_we_made_leaves_nothing() {
+    let node = Node::new("mvt-togo");
+    let pod = node.pod("mvt-togo");
+    let id = "dataplaneMvp4";
+    let dp = node.device_plugin_macvtap(&macvtap::macvtap::device_plugin_name(id), &[]);
+    expect_success(
+        &node.call("ADD", &pod, &config("0.4.0", json!({"deviceID": id}))),
+        "ADD",
+    );
+    pod.ns.exec_ok("ip", &["link", "del", IFNAME]);
+    assert!(pod.macvtaps().is_empty());
+    assert!(node.host_macvtaps().is_empty());
+    assert!(
+        tap_device(dp.ifindex).is_none(),
+        "/dev/tap{} left",
+        dp.ifindex
+    );
 }

@@ -66,7 +66,8 @@ fn main() {
             .env("CNI_CONTAINERID", &pod.container_id)
             .env("CNI_NETNS", pod.ns.path_str())
             .env("CNI_IFNAME", IFNAME)
-            .env("CNI_PATH", common::plugin_dir());
+            .env("CNI_PATH", common::plugin_dir())
+            .env(ovs::cache::ROOT_ENV, node.cache_root());
         measure(cmd, conf.as_bytes())
     };
     let host = "vethbench0";

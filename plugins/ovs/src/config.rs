@@ -4,6 +4,7 @@
 //! else `/etc/cni/net.d/ovs.d/ovs.conf`; the first that exists) fills the fields the network's
 //! config leaves unset or zero; the network's config wins for everything it sets.
 
+use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use cni_common::skel::Request;
 use cni_common::{Error, Result};
 use serde::Deserialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::ovsdb::Endpoint;
 use crate::vlan::{PortVlan, TrunkEntry};
@@ -295,7 +297,7 @@ fn requested_mac<C>(req: &Request<C>) -> Result<Option<MacAddr>> {
 
 /// The OVN logical port: CNI_ARGS `OvnPort`, else `args.cni.ovnPort` (any case, strings only,
 /// as ovs-cni reads it).
-fn ovn_port<C>(req: &Request<C>) -> Option<String> {
+pub fn ovn_port<C>(req: &Request<C>) -> Option<String> {
     if let Some(p) = req.cmd.args.get("OvnPort").filter(|p| !p.is_empty()) {
         return Some(p.to_string());
     }
@@ -310,11 +312,54 @@ fn ovn_port<C>(req: &Request<C>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// ovs-cni's MAC for an interface that got no requested one but an IPv4 address: `0a:58`
-/// followed by the address, so a reused address comes back with the same MAC.
-pub fn mac_from_ipv4(ip: std::net::Ipv4Addr) -> MacAddr {
-    let [a, b, c, d] = ip.octets();
-    MacAddr([0x0a, 0x58, a, b, c, d])
+/// ovs-cni's MAC for an interface that got no requested one: made from the first address IPAM
+/// returned, whatever its family, so a reused address comes back with the same MAC. IPv4 (and
+/// an IPv4-mapped IPv6 address, which Go takes as IPv4): `0a:58` and the four octets. IPv6:
+/// `0a:58` and the first four bytes of SHA-256 of the address as Go writes it.
+pub fn mac_from_ip(ip: IpAddr) -> MacAddr {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    };
+    if let Some(v4) = v4 {
+        let [a, b, c, d] = v4.octets();
+        return MacAddr([0x0a, 0x58, a, b, c, d]);
+    }
+    let text = match ip {
+        IpAddr::V6(v6) => go_ipv6_text(v6),
+        IpAddr::V4(v4) => v4.to_string(),
+    };
+    let hash = Sha256::digest(text.as_bytes());
+    MacAddr([0x0a, 0x58, hash[0], hash[1], hash[2], hash[3]])
+}
+
+/// An IPv6 address as Go's `net.IP.String` writes it (RFC 5952): lower-case hex groups without
+/// leading zeros, the first of the longest runs of two or more zero groups written `::`.
+/// Rust's own formatting is not relied on, since the hash must match ovs-cni's byte for byte.
+pub fn go_ipv6_text(ip: Ipv6Addr) -> String {
+    let groups = ip.segments();
+    let (mut start, mut len) = (8, 0);
+    let mut i = 0;
+    while i < 8 {
+        let mut j = i;
+        while j < 8 && groups[j] == 0 {
+            j += 1;
+        }
+        if j - i >= 2 && j - i > len {
+            (start, len) = (i, j - i);
+        }
+        i = j.max(i + 1);
+    }
+    let hex = |g: &[u16]| {
+        g.iter()
+            .map(|x| format!("{x:x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    if len == 0 {
+        return hex(&groups);
+    }
+    format!("{}::{}", hex(&groups[..start]), hex(&groups[start + len..]))
 }
 
 #[cfg(test)]
@@ -373,9 +418,36 @@ mod tests {
 
     #[test]
     fn mac_from_ipv4_is_0a_58_and_the_address() {
-        assert_eq!(
-            mac_from_ipv4("10.1.2.3".parse().expect("ip")).to_string(),
-            "0a:58:0a:01:02:03"
-        );
+        let mac = |ip: &str| mac_from_ip(ip.parse().expect("ip")).to_string();
+        assert_eq!(mac("10.1.2.3"), "0a:58:0a:01:02:03");
+        // Go's To4 takes an IPv4-mapped IPv6 address as IPv4.
+        assert_eq!(mac("::ffff:10.1.2.3"), "0a:58:0a:01:02:03");
+    }
+
+    /// The hashes were computed with Python's hashlib over the texts Go prints.
+    #[test]
+    fn mac_from_ipv6_is_0a_58_and_sha256_of_gos_text() {
+        let mac = |ip: &str| mac_from_ip(ip.parse().expect("ip")).to_string();
+        assert_eq!(mac("fd00::5"), "0a:58:67:cc:13:6b");
+        assert_eq!(mac("2001:db8::1"), "0a:58:5a:fd:19:e8");
+        assert_eq!(mac("fd00:0:0:1::a"), "0a:58:90:5e:3e:b7");
+    }
+
+    #[test]
+    fn ipv6_text_is_gos() {
+        for (ip, text) in [
+            ("::", "::"),
+            ("::1", "::1"),
+            ("1::", "1::"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
+            ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"),
+            ("fd00:0:0:1::a", "fd00:0:0:1::a"),
+            ("1:0:0:2:0:0:0:3", "1:0:0:2::3"),
+            ("::1.2.3.4", "::102:304"),
+            ("fe80::abcd:ef01", "fe80::abcd:ef01"),
+        ] {
+            assert_eq!(go_ipv6_text(ip.parse().expect("ip")), text, "{ip}");
+        }
     }
 }

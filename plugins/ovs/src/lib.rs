@@ -3,11 +3,13 @@
 //!
 //! ADD creates the veth (container end directly in the container's namespace), then one OVSDB
 //! transaction adds the Port and Interface to the bridge, tagged with the attachment in
-//! `external_ids`. DEL and GC find ports by those tags, so no cache file is kept; a failed ADD
-//! undoes the port, the veth and the IPAM lease.
+//! `external_ids`. DEL and GC find ports by those tags, never by a file; a failed ADD undoes the
+//! port, the veth and the IPAM lease. The tags and ovs-cni's cache file are also what ovs-cni
+//! needs to delete the attachment, so a node can switch between the two plugins either way.
 
 pub mod arp;
 pub mod attachment;
+pub mod cache;
 pub mod config;
 pub mod ovsdb;
 pub mod veth;
@@ -27,6 +29,7 @@ use cni_common::{Code, Error, Result};
 
 use crate::arp::PacketSocket;
 use crate::attachment::{attachment_id, Attachment};
+use crate::cache::CachedNetConf;
 use crate::config::{OvsConf, Settings};
 use crate::ovsdb::{Client, Endpoint};
 use crate::veth::VethSpec;
@@ -65,6 +68,11 @@ impl Plugin for Ovs {
         let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
         let ns = req.open_netns()?;
         let att = Attachment::of(req);
+        // What ovs-cni's DEL needs, written first as ovs-cni does; removed again on failure.
+        let cached = cache::write(
+            &cache::key(&req.cmd.container_id, &req.cmd.ifname),
+            &CachedNetConf::new(&req.conf, &conf, &s.bridge),
+        )?;
         let host_nl = Netlink::current()?;
         // One trip into the namespace for both sockets; they stay bound to it.
         let (ctr_nl, packets) = ns.run(|| {
@@ -76,7 +84,7 @@ impl Plugin for Ovs {
             Ok((nl, packets))
         })?;
 
-        // IPAM first, so an IPv4-derived MAC can be set when the veth is created.
+        // IPAM first, so an address-derived MAC can be set when the veth is created.
         let (mut result, lease) = match ipam_type {
             Some(t) => {
                 let (r, l) = ipam::exec_add(t, req)?;
@@ -84,11 +92,9 @@ impl Plugin for Ovs {
             }
             None => (CniResult::default(), None),
         };
-        let first_v4 = result.ips.iter().find_map(|ip| match ip.address.ip() {
-            IpAddr::V4(a) => Some(a),
-            IpAddr::V6(_) => None,
-        });
-        let mac = s.mac.or(first_v4.map(config::mac_from_ipv4));
+        // As ovs-cni: from the first address, whatever its family.
+        let first_ip = result.ips.first().map(|ip| ip.address.ip());
+        let mac = s.mac.or(first_ip.map(config::mac_from_ip));
         let (veth, host_link) = veth::create(
             &host_nl,
             &ns,
@@ -157,14 +163,17 @@ impl Plugin for Ovs {
             return Err(e);
         }
         veth.keep();
+        cached.keep();
         if let Some(lease) = lease {
             lease.commit();
         }
         Ok(result)
     }
 
-    /// Releases the address, removes the port found by its tags and the host veth (which takes
-    /// the container end with it). Succeeds when any of them is already gone, the netns
+    /// Releases the address, removes the port found by its tags (this plugin's, or the one
+    /// ovs-cni made for the interface) and the host veth (which takes the container end with
+    /// it), then ovs-cni's cache file. Without a netns, also the ports of the bridge whose
+    /// device is gone, as ovs-cni does. Succeeds when any of them is already gone, the netns
     /// included; fails (code 11) only when OVSDB cannot be reached, after the rest is done.
     fn del(&self, req: &Request<OvsConf>) -> Result<()> {
         let conf = config::load(&req.conf).unwrap_or_else(|e| {
@@ -180,6 +189,7 @@ impl Plugin for Ovs {
             }
         }
         let mut veths = BTreeSet::from([att.host_veth.clone()]);
+        let nl = Netlink::current()?;
         match conf.endpoint() {
             // ADD cannot have reached OVSDB with this config: there is nothing there to remove.
             Err(e) => eprintln!("ovs DEL: {e}"),
@@ -188,9 +198,23 @@ impl Plugin for Ovs {
                 Err(e) => errors.push(e),
             },
         }
-        let nl = Netlink::current()?;
+        if req.cmd.netns.is_empty() {
+            // Nothing names ovs-cni's port then; it is among those whose device is gone.
+            if let (Ok(endpoint), Some(bridge)) = (conf.endpoint(), conf_bridge(&conf, req)) {
+                if let Err(e) = remove_dead_ports(&endpoint, &bridge, &nl) {
+                    errors.push(e);
+                }
+            }
+        }
         for name in &veths {
             if let Err(e) = del_host_veth(&nl, name) {
+                errors.push(e);
+            }
+        }
+        // Last, and only once the rest is done: should the node go back to ovs-cni before a
+        // retry, ovs-cni's DEL still finds it.
+        if errors.is_empty() {
+            if let Err(e) = cache::remove(&cache::key(&req.cmd.container_id, &req.cmd.ifname)) {
                 errors.push(e);
             }
         }
@@ -206,13 +230,19 @@ impl Plugin for Ovs {
             ipam::exec_check(t, req)?;
         }
         let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
-        let view = vsctl::show_port(&mut ovs, &att.id, &s.bridge, &att.host_veth)?;
-        check_port(&s, &att, &view)?;
+        let view = vsctl::show_port(
+            &mut ovs,
+            &att.id,
+            &req.cmd.netns,
+            &req.cmd.ifname,
+            &s.bridge,
+        )?;
+        let host_veth = check_port(&s, &att, &view)?;
 
         let host_nl = Netlink::current()?;
         let host = host_nl
-            .link_show(&att.host_veth)?
-            .ok_or_else(|| mismatch(format!("host veth {} does not exist", att.host_veth)))?;
+            .link_show(&host_veth)?
+            .ok_or_else(|| mismatch(format!("host veth {host_veth} does not exist")))?;
         expect_veth(&host)?;
         let ns = req.open_netns()?;
         let ctr_nl = Netlink::in_netns(&ns)?;
@@ -225,8 +255,7 @@ impl Plugin for Ovs {
         expect_veth(&ctr)?;
         if ctr.link != Some(host.index) {
             return Err(mismatch(format!(
-                "{ifname} is not the peer of host veth {}",
-                att.host_veth
+                "{ifname} is not the peer of host veth {host_veth}"
             )));
         }
         let pos = prev
@@ -284,13 +313,30 @@ impl Plugin for Ovs {
     }
 
     /// Removes this network's ports (and their host veths) whose attachment the runtime no
-    /// longer has, e.g. left by an ADD that was killed or a DEL that never came; then forwards
-    /// GC to IPAM.
+    /// longer has, e.g. left by an ADD that was killed or a DEL that never came; the ports
+    /// ovs-cni made on the bridge whose device is gone; ovs-cni's cache files of this network's
+    /// attachments the runtime no longer has. Then forwards GC to IPAM.
     fn gc(&self, req: &Request<OvsConf>) -> Result<()> {
         let conf = config::load(&req.conf)?;
         let endpoint = conf.endpoint()?;
         let mut errors = Vec::new();
         if let Err(e) = remove_stale_ports(&endpoint, req) {
+            errors.push(e);
+        }
+        if let Some(bridge) = conf_bridge(&conf, req) {
+            let removed =
+                Netlink::current().and_then(|nl| remove_dead_ports(&endpoint, &bridge, &nl));
+            if let Err(e) = removed {
+                errors.push(e);
+            }
+        }
+        let keep: Vec<String> = req
+            .conf
+            .gc_valid_attachments()
+            .iter()
+            .map(|a| cache::key(&a.container_id, &a.ifname))
+            .collect();
+        if let Err(e) = cache::remove_stale(&req.conf.name, &keep) {
             errors.push(e);
         }
         if let Some(t) = req.conf.ipam_type() {
@@ -339,6 +385,29 @@ fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()>
     first_error("GC", errors)
 }
 
+/// Ports on `bridge` owned by ovs-cni (not made by this plugin, whose ports GC and DEL find by
+/// their attachment) whose device no longer exists: what ovs-cni's own cleanup removes, found
+/// without waiting for ovs-vswitchd to mark the interface in error.
+fn remove_dead_ports(endpoint: &Endpoint, bridge: &str, nl: &Netlink) -> Result<()> {
+    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let mut dead = Vec::new();
+    for port in vsctl::owned_ports_on(&mut ovs, bridge)? {
+        if !port.made_by_us() && nl.link_show(&port.name)?.is_none() {
+            dead.push(port.uuid);
+        }
+    }
+    let uuids: Vec<&str> = dead.iter().map(String::as_str).collect();
+    vsctl::del_ports(&mut ovs, &uuids)
+}
+
+/// The bridge of a DEL or GC, from a config that may not be complete.
+fn conf_bridge(conf: &OvsConf, req: &Request<OvsConf>) -> Option<String> {
+    match conf.bridge.as_deref().filter(|b| !b.is_empty()) {
+        Some(b) => Some(b.to_string()),
+        None => config::ovn_port(req).map(|_| config::OVN_BRIDGE.to_string()),
+    }
+}
+
 /// `ip link del <name>` when it is a veth; anything else of that name is not ours.
 fn del_host_veth(nl: &Netlink, name: &str) -> Result<()> {
     match nl.link_show(name)? {
@@ -347,19 +416,20 @@ fn del_host_veth(nl: &Netlink, name: &str) -> Result<()> {
     }
 }
 
-/// What OVSDB says about the port, against the config.
-fn check_port(s: &Settings, att: &Attachment, view: &PortView) -> Result<()> {
-    let name = &att.host_veth;
+/// What OVSDB says about the port, against the config; the port's name (the host veth).
+fn check_port(s: &Settings, att: &Attachment, view: &PortView) -> Result<String> {
     let port = view
         .ports
         .first()
         .ok_or_else(|| mismatch(format!("OVSDB has no port for attachment {}", att.id)))?;
-    if port.name != *name {
+    // A port ovs-cni made has a random name; one of ours is named after the attachment.
+    if port.made_by_us() && port.name != att.host_veth {
         return Err(mismatch(format!(
-            "the attachment's port is {}, expected {name}",
-            port.name
+            "the attachment's port is {}, expected {}",
+            port.name, att.host_veth
         )));
     }
+    let name = &port.name;
     let on_bridge = view
         .bridge_ports
         .as_ref()
@@ -397,7 +467,7 @@ fn check_port(s: &Settings, att: &Attachment, view: &PortView) -> Result<()> {
             iface.name
         )));
     }
-    Ok(())
+    Ok(name.clone())
 }
 
 fn expect_veth(link: &Link) -> Result<()> {

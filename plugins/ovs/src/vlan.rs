@@ -12,8 +12,9 @@ use crate::ovsdb;
 /// What a port's `vlan_mode`, `tag` and `trunks` columns say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortVlan {
-    /// `vlan_mode=access`; `tag` unset for `"vlan": 0`, as ovs-cni writes it.
-    Access { tag: Option<u16> },
+    /// `vlan_mode=access` with `tag` (0 for `"vlan": 0`, as ovs-cni writes it; OVS takes an
+    /// access port without a tag as VLAN 0 too).
+    Access { tag: u16 },
     /// `vlan_mode=trunk`; an empty list carries every VLAN.
     Trunk { trunks: Vec<u16> },
 }
@@ -21,10 +22,7 @@ pub enum PortVlan {
 impl PortVlan {
     /// Resolves the config's `vlan` and `trunk`, refusing anything out of range (code 7).
     pub fn from_config(vlan: Option<i64>, trunk: Option<&[TrunkEntry]>) -> Result<PortVlan> {
-        // ovs-cni takes `"vlan": 0` as an access port without a tag.
-        if let Some(v) = vlan {
-            vlan_id("vlan", v, 0)?;
-        }
+        let vlan = vlan.map(|v| vlan_id("vlan", v, 0)).transpose()?;
         match trunk {
             Some(entries) if !entries.is_empty() => {
                 let trunks = collect_trunk("trunk", entries, 0)?;
@@ -36,9 +34,7 @@ impl PortVlan {
                 Ok(PortVlan::Trunk { trunks })
             }
             _ => match vlan {
-                Some(v) => Ok(PortVlan::Access {
-                    tag: u16::try_from(v).ok().filter(|t| *t != 0),
-                }),
+                Some(tag) => Ok(PortVlan::Access { tag }),
                 None => Ok(PortVlan::Trunk { trunks: Vec::new() }),
             },
         }
@@ -47,13 +43,8 @@ impl PortVlan {
     /// The Port columns to insert.
     pub fn columns(&self) -> Vec<(&'static str, Value)> {
         match self {
-            PortVlan::Access { tag } => {
-                let mut cols = vec![("vlan_mode", json!("access"))];
-                if let Some(t) = tag {
-                    cols.push(("tag", json!(t)));
-                }
-                cols
-            }
+            // `tag` even when 0: ovs-cni's CHECK wants the tag it wrote.
+            PortVlan::Access { tag } => vec![("vlan_mode", json!("access")), ("tag", json!(tag))],
             PortVlan::Trunk { trunks } => vec![
                 ("vlan_mode", json!("trunk")),
                 ("trunks", ovsdb::set(trunks.iter().map(|t| json!(t)))),
@@ -80,14 +71,15 @@ impl PortVlan {
         let mut trunks = ints("trunks")?;
         trunks.sort_unstable();
         match mode.as_slice() {
+            // No tag (earlier versions of this plugin for `"vlan": 0`) is VLAN 0 to OVS.
             [m] if *m == "access" => Some(PortVlan::Access {
-                tag: tag.first().copied(),
+                tag: tag.first().copied().unwrap_or(0),
             }),
             [m] if *m == "trunk" && tag.is_empty() => Some(PortVlan::Trunk { trunks }),
             // No mode: OVS makes a port with a tag an access port, one without a trunk.
             [] if tag.is_empty() => Some(PortVlan::Trunk { trunks }),
             [] if trunks.is_empty() => Some(PortVlan::Access {
-                tag: tag.first().copied(),
+                tag: tag.first().copied().unwrap_or(0),
             }),
             _ => None,
         }
@@ -97,8 +89,7 @@ impl PortVlan {
 impl std::fmt::Display for PortVlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PortVlan::Access { tag: Some(t) } => write!(f, "access port with tag {t}"),
-            PortVlan::Access { tag: None } => write!(f, "access port without a tag"),
+            PortVlan::Access { tag } => write!(f, "access port with tag {tag}"),
             PortVlan::Trunk { trunks } if trunks.is_empty() => {
                 write!(f, "trunk port carrying every VLAN")
             }
@@ -121,15 +112,18 @@ mod tests {
     }
 
     #[test]
-    fn vlan_alone_is_an_access_port_and_zero_has_no_tag() {
+    fn vlan_alone_is_an_access_port_and_zero_is_tag_0() {
         assert_eq!(
             PortVlan::from_config(Some(100), None).expect("valid"),
-            PortVlan::Access { tag: Some(100) }
+            PortVlan::Access { tag: 100 }
         );
         assert_eq!(
             PortVlan::from_config(Some(0), None).expect("valid"),
-            PortVlan::Access { tag: None }
+            PortVlan::Access { tag: 0 }
         );
+        // An access port without a tag, as earlier versions made for `"vlan": 0`.
+        let row = json!({"vlan_mode": "access", "tag": ["set", []], "trunks": ["set", []]});
+        assert_eq!(PortVlan::from_row(&row), Some(PortVlan::Access { tag: 0 }));
     }
 
     #[test]
@@ -194,8 +188,8 @@ mod tests {
     #[test]
     fn columns_read_back_as_the_same_setting() {
         for vlan in [
-            PortVlan::Access { tag: Some(7) },
-            PortVlan::Access { tag: None },
+            PortVlan::Access { tag: 7 },
+            PortVlan::Access { tag: 0 },
             PortVlan::Trunk { trunks: vec![] },
             PortVlan::Trunk {
                 trunks: vec![1, 2, 4094],
@@ -222,7 +216,7 @@ mod tests {
         let row = json!({"vlan_mode": ["set", []], "tag": 100, "trunks": ["set", []]});
         assert_eq!(
             PortVlan::from_row(&row),
-            Some(PortVlan::Access { tag: Some(100) })
+            Some(PortVlan::Access { tag: 100 })
         );
         let row = json!({"vlan_mode": "native-untagged", "tag": 1, "trunks": 2});
         assert_eq!(PortVlan::from_row(&row), None);

@@ -10,10 +10,7 @@ use std::time::Duration;
 use cni_common::{Error, Result};
 use serde_json::{json, Map, Value};
 
-use crate::attachment::{
-    KEY_ATTACHMENT, KEY_NETWORK, KEY_OWNER, OVS_CNI_KEY_IFACE, OVS_CNI_KEY_NETNS, OVS_CNI_OWNER,
-    OWNER,
-};
+use crate::attachment::{KEY_ATTACHMENT, KEY_IFACE, KEY_NETNS, KEY_NETWORK, KEY_OWNER, OWNER};
 use crate::ovsdb::{self, Client};
 use crate::vlan::PortVlan;
 
@@ -67,6 +64,11 @@ impl PortRow {
     /// `external_ids:cni-attachment`.
     pub fn attachment(&self) -> Option<&str> {
         self.external_ids.get(KEY_ATTACHMENT).map(String::as_str)
+    }
+
+    /// Made by this plugin (it has `cni-attachment`), not by ovs-cni.
+    pub fn made_by_us(&self) -> bool {
+        self.attachment().is_some()
     }
 }
 
@@ -194,9 +196,11 @@ pub fn del_ports(ovs: &mut Client, ports: &[&str]) -> Result<()> {
         .map(drop)
 }
 
-/// `ovs-vsctl find Port external_ids:owner=<us> external_ids:cni-attachment=<id>`, and, when
-/// `netns` is known, the port ovs-cni would have made for the same interface
-/// (`external_ids:owner=ovs-cni... contNetns=<netns> contIface=<ifname>`), in one transaction.
+/// The Ports of one attachment, in one transaction: this plugin's (`ovs-vsctl find Port
+/// external_ids:cni-attachment=<id>`, whatever their owner, so earlier versions' ports too) and,
+/// when `netns` is known, the one ovs-cni made for the same interface (`ovs-vsctl find Port
+/// external_ids:owner=ovs-cni.network.kubevirt.io external_ids:contNetns=<netns>
+/// external_ids:contIface=<ifname>`, the lookup ovs-cni's DEL does). Each port once.
 pub fn find_ports(
     ovs: &mut Client,
     attachment: &str,
@@ -205,39 +209,37 @@ pub fn find_ports(
 ) -> Result<Vec<PortRow>> {
     let mut ops = vec![select(
         "Port",
-        external_ids_include(&[(KEY_OWNER, OWNER), (KEY_ATTACHMENT, attachment)]),
+        external_ids_include(&[(KEY_ATTACHMENT, attachment)]),
         &PORT_COLUMNS,
     )];
     if !netns.is_empty() {
         ops.push(select(
             "Port",
-            external_ids_include(&[
-                (KEY_OWNER, OVS_CNI_OWNER),
-                (OVS_CNI_KEY_NETNS, netns),
-                (OVS_CNI_KEY_IFACE, ifname),
-            ]),
+            external_ids_include(&[(KEY_OWNER, OWNER), (KEY_NETNS, netns), (KEY_IFACE, ifname)]),
             &PORT_COLUMNS,
         ));
     }
     let results = ovs
         .transact(&ops, Duration::ZERO)?
         .into_results("ovs-vsctl find Port")?;
-    Ok(results
+    let mut ports: Vec<PortRow> = Vec::new();
+    for port in results
         .iter()
         .take(ops.len())
         .flat_map(ovsdb::rows)
         .filter_map(PortRow::from_row)
-        .collect())
+    {
+        if !ports.iter().any(|p| p.uuid == port.uuid) {
+            ports.push(port);
+        }
+    }
+    Ok(ports)
 }
 
-/// Our ports of `network` (`ovs-vsctl find Port external_ids:owner=<us>
-/// external_ids:cni-network=<network>`), whichever bridge they are on.
+/// This plugin's ports of `network` (`ovs-vsctl find Port external_ids:cni-network=<network>`),
+/// whichever bridge they are on.
 pub fn list_ports(ovs: &mut Client, network: &str) -> Result<Vec<PortRow>> {
-    let filter = external_ids_include(&[(KEY_OWNER, OWNER), (KEY_NETWORK, network)]);
-    select_ports(ovs, filter)
-}
-
-fn select_ports(ovs: &mut Client, filter: Value) -> Result<Vec<PortRow>> {
+    let filter = external_ids_include(&[(KEY_NETWORK, network)]);
     let ops = [select("Port", filter, &PORT_COLUMNS)];
     let results = ovs
         .transact(&ops, Duration::ZERO)?
@@ -249,6 +251,48 @@ fn select_ports(ovs: &mut Client, filter: Value) -> Result<Vec<PortRow>> {
         .iter()
         .filter_map(PortRow::from_row)
         .collect())
+}
+
+/// The ports on `bridge` owned by ovs-cni or this plugin (`owner=ovs-cni.network.kubevirt.io`):
+/// the ones among them whose device is gone are what ovs-cni's cleanup removes.
+pub fn owned_ports_on(ovs: &mut Client, bridge: &str) -> Result<Vec<PortRow>> {
+    let ops = [
+        select("Bridge", name_is(bridge), &["ports"]),
+        select(
+            "Port",
+            external_ids_include(&[(KEY_OWNER, OWNER)]),
+            &PORT_COLUMNS,
+        ),
+    ];
+    let results = ovs
+        .transact(&ops, Duration::ZERO)?
+        .into_results("ovs-vsctl list-ports")?;
+    let on_bridge = results
+        .first()
+        .map(ovsdb::rows)
+        .unwrap_or_default()
+        .first()
+        .map(uuids_of_ports)
+        .unwrap_or_default();
+    Ok(results
+        .get(1)
+        .map(ovsdb::rows)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(PortRow::from_row)
+        .filter(|p| on_bridge.contains(&p.uuid))
+        .collect())
+}
+
+fn uuids_of_ports(bridge_row: &Value) -> Vec<String> {
+    bridge_row
+        .get("ports")
+        .map(ovsdb::set_items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(ovsdb::uuid_of)
+        .map(str::to_string)
+        .collect()
 }
 
 /// `ovs-vsctl br-exists <bridge>`.
@@ -283,48 +327,43 @@ pub fn wait_until_link_up(ovs: &mut Client, iface: &str, timeout: Duration) -> R
     reply.into_results("ovs-vsctl wait-until").map(drop)
 }
 
-/// What CHECK compares with the config, read in one transaction.
+/// What CHECK compares with the config.
 #[derive(Debug, Clone, Default)]
 pub struct PortView {
-    /// Our ports of the attachment (one, unless something went wrong).
+    /// The attachment's ports: this plugin's when there are any, else the one ovs-cni made
+    /// (one, unless something went wrong).
     pub ports: Vec<PortRow>,
     /// The configured bridge's ports; None when the bridge does not exist.
     pub bridge_ports: Option<Vec<String>>,
-    /// The Interface named after the host veth.
+    /// The Interface named after the first port.
     pub interface: Option<InterfaceRow>,
 }
 
-/// `ovs-vsctl find Port ... -- list Bridge <bridge> -- list Interface <iface>`.
+/// `ovs-vsctl find Port ... -- list Bridge <bridge>`, then `list Interface <port>`.
 pub fn show_port(
     ovs: &mut Client,
     attachment: &str,
+    netns: &str,
+    ifname: &str,
     bridge: &str,
-    iface: &str,
 ) -> Result<PortView> {
-    let ops = [
-        select(
-            "Port",
-            external_ids_include(&[(KEY_OWNER, OWNER), (KEY_ATTACHMENT, attachment)]),
-            &PORT_COLUMNS,
-        ),
-        select("Bridge", name_is(bridge), &["ports"]),
-        select("Interface", name_is(iface), &["_uuid", "name", "error"]),
-    ];
+    let found = find_ports(ovs, attachment, netns, ifname)?;
+    let ours: Vec<PortRow> = found.iter().filter(|p| p.made_by_us()).cloned().collect();
+    let ports = if ours.is_empty() { found } else { ours };
+    let mut ops = vec![select("Bridge", name_is(bridge), &["ports"])];
+    if let Some(port) = ports.first() {
+        ops.push(select(
+            "Interface",
+            name_is(&port.name),
+            &["_uuid", "name", "error"],
+        ));
+    }
     let results = ovs
         .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl list Port")?;
+        .into_results("ovs-vsctl list Bridge")?;
     let rows = |i: usize| results.get(i).map(ovsdb::rows).unwrap_or_default();
-    let ports = rows(0).iter().filter_map(PortRow::from_row).collect();
-    let bridge_ports = rows(1).first().map(|b| {
-        b.get("ports")
-            .map(ovsdb::set_items)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(ovsdb::uuid_of)
-            .map(str::to_string)
-            .collect()
-    });
-    let interface = rows(2).first().and_then(|r| {
+    let bridge_ports = rows(0).first().map(uuids_of_ports);
+    let interface = rows(1).first().and_then(|r| {
         Some(InterfaceRow {
             uuid: r.get("_uuid").and_then(ovsdb::uuid_of)?.to_string(),
             name: r.get("name")?.as_str()?.to_string(),

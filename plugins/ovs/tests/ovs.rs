@@ -58,15 +58,12 @@ fn add_creates_an_access_port_tagged_with_its_attachment() {
     assert_eq!(node.port_column(&port, "tag"), "100");
     assert_eq!(node.port_column(&port, "trunks"), "[]");
     let id = |k: &str| node.port_external_id(&port, k);
-    assert_eq!(id("owner").as_deref(), Some(ovs::attachment::OWNER));
     assert_eq!(id("cni-network").as_deref(), Some(NETWORK));
     assert_eq!(
         id("cni-attachment"),
         Some(format!("{}/{IFNAME}", pod.container_id))
     );
-    assert_eq!(id("cni-netns").as_deref(), Some(pod.ns.path_str()));
-    assert_eq!(id("cni-ifname").as_deref(), Some(IFNAME));
-    assert_eq!(id("cni-pod-uid").as_deref(), Some("uid-1234"));
+    assert_eq!(id("contPodUid").as_deref(), Some("uid-1234"));
 
     // The result lists the host veth, then the container interface with its sandbox.
     assert_eq!(result["interfaces"][0]["name"], json!(port));
@@ -205,48 +202,6 @@ fn del_succeeds_when_the_port_was_already_removed_from_ovsdb() {
     node.host.assert_no_new_veths("after DEL");
 }
 
-/// After a node switches from ovs-cni, DEL still tears down the pods ovs-cni attached.
-#[test]
-fn del_removes_a_port_that_ovs_cni_made_for_the_attachment() {
-    let node = OvsNode::start("ovs-fromgo");
-    let pod = Pod::new("ovs-fromgo-pod");
-    // What ovs-cni leaves: a veth with a random host name, a port tagged its way.
-    let name = "veth1a2b3c4d";
-    node.host.netns().exec_ok(
-        "ip",
-        &[
-            "link",
-            "add",
-            name,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            IFNAME,
-            "netns",
-            pod.ns.name(),
-        ],
-    );
-    node.vsctl(&[
-        "add-port",
-        BRIDGE,
-        name,
-        "--",
-        "set",
-        "Port",
-        name,
-        "tag=100",
-        "external_ids:owner=ovs-cni.network.kubevirt.io",
-        &format!("external_ids:contNetns=\"{}\"", pod.ns.path_str()),
-        &format!("external_ids:contIface={IFNAME}"),
-    ]);
-    let conf = node.config(json!({"vlan": 100}));
-    expect_success(&node.call("DEL", &pod, &conf), "DEL");
-    assert!(node.ports().is_empty(), "left: {:?}", node.ports());
-    node.host.assert_no_new_veths("after DEL");
-    assert!(pod.link().is_none());
-}
-
 #[test]
 fn del_works_after_ovsdb_restarts_between_add_and_del() {
     let node = OvsNode::start("ovs-restart");
@@ -337,7 +292,8 @@ fn gc_removes_a_port_left_by_a_killed_add() {
         "Port",
         &name,
         "tag=100",
-        &format!("external_ids:owner={}", ovs::attachment::OWNER),
+        // An earlier version's tags: found all the same.
+        &format!("external_ids:owner={}", ovs::attachment::LEGACY_OWNER),
         &format!("external_ids:cni-network={NETWORK}"),
         &attachment,
     ]);
@@ -381,7 +337,11 @@ fn gc_and_status_are_forwarded_to_ipam() {
             &node.host,
             common::plugin_dir(),
             "ovs",
-            &[("CNI_COMMAND", verb), ("CNI_PATH", &path)],
+            &[
+                ("CNI_COMMAND", verb),
+                ("CNI_PATH", &path),
+                (ovs::cache::ROOT_ENV, &node.cache_root()),
+            ],
             &conf.to_string(),
         );
         expect_success(&out, verb);
@@ -636,6 +596,23 @@ fn with_ipam_and_no_requested_mac_the_mac_comes_from_the_ipv4_address() {
     assert_eq!(result["interfaces"][1]["mac"], "0a:58:0a:32:01:02");
     assert_eq!(result["ips"][0]["interface"], 1);
     assert_eq!(pod.ns.addresses(IFNAME), vec!["10.50.1.2/24".to_string()]);
+}
+
+/// ovs-cni makes the MAC from the first address whatever its family: for IPv6, `0a:58` and the
+/// first four bytes of SHA-256 of the address's text.
+#[test]
+fn with_ipam_and_no_requested_mac_the_mac_comes_from_an_ipv6_address_as_ovs_cni_makes_it() {
+    let node = OvsNode::start("ovs-ip6mac");
+    let pod = Pod::new("ovs-ip6mac-pod");
+    let mut conf = node.config(json!({"ipam": static_ipam("fd00::5/64")}));
+    conf["cniVersion"] = json!("1.0.0");
+    let result = node.add_ok(&pod, &conf);
+    // sha256("fd00::5") starts 67 cc 13 6b.
+    assert_eq!(
+        pod.link().and_then(|l| l.mac()).as_deref(),
+        Some("0a:58:67:cc:13:6b")
+    );
+    assert_eq!(result["interfaces"][1]["mac"], "0a:58:67:cc:13:6b");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod ovs_cni;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -53,6 +55,11 @@ pub struct Daemons {
 impl OvsNode {
     /// A node with bridge `br0` (datapath_type=netdev), ready for ports.
     pub fn start(tag: &str) -> OvsNode {
+        OvsNode::start_on(tag, "netdev")
+    }
+
+    /// The same with another datapath type: `system` is the kernel's (the real-kernel tier).
+    pub fn start_on(tag: &str, datapath: &str) -> OvsNode {
         let host = HostSandbox::new(tag);
         let dir = TempDir::new(&format!("{tag}-ovs"));
         let daemons = Daemons {
@@ -75,7 +82,7 @@ impl OvsNode {
             "set",
             "bridge",
             BRIDGE,
-            "datapath_type=netdev",
+            &format!("datapath_type={datapath}"),
         ]);
         node
     }
@@ -87,6 +94,47 @@ impl OvsNode {
     /// `unix:<dir>/db.sock`.
     pub fn socket(&self) -> String {
         format!("unix:{}", self.path("db.sock"))
+    }
+
+    /// The root ovs-cni's cache directories are taken from (`OVS_CNI_ROOT`): the test's own.
+    pub fn cache_root(&self) -> String {
+        self.path("root")
+    }
+
+    /// ovs-cni's cache file of an attachment, in the current directory or the old one.
+    pub fn cache_file(&self, container_id: &str, old: bool) -> PathBuf {
+        let dir = if old {
+            ovs::cache::OLD_CACHE_DIR
+        } else {
+            ovs::cache::CACHE_DIR
+        };
+        Path::new(&self.cache_root())
+            .join(dir)
+            .join(format!("{container_id}-{IFNAME}"))
+    }
+
+    /// A client of the test's OVSDB.
+    pub fn ovsdb(&self) -> ovs::ovsdb::Client {
+        let endpoint = ovs::ovsdb::Endpoint::parse("socket", &self.socket()).expect("endpoint");
+        ovs::ovsdb::Client::connect(&endpoint, Duration::from_secs(10)).expect("connect to OVSDB")
+    }
+
+    /// `external_ids` of a port, all of them.
+    pub fn port_external_ids(&self, port: &str) -> std::collections::BTreeMap<String, String> {
+        let ops = [
+            json!({"op": "select", "table": "Port", "where": [["name", "==", port]],
+                          "columns": ["external_ids"]}),
+        ];
+        let results = self
+            .ovsdb()
+            .transact(&ops, Duration::ZERO)
+            .expect("select")
+            .into_results("select")
+            .expect("results");
+        ovs::ovsdb::rows(&results[0])
+            .first()
+            .map(|r| ovs::ovsdb::map_items(&r["external_ids"]))
+            .unwrap_or_default()
     }
 
     /// `ovs-vsctl --db=<ours> args...`, which must succeed; returns stdout trimmed.
@@ -157,12 +205,14 @@ impl OvsNode {
         extra: &[(&str, &str)],
     ) -> Output {
         let path = cni_path();
+        let root = self.cache_root();
         let mut env = vec![
             ("CNI_COMMAND", verb),
             ("CNI_CONTAINERID", container_id),
             ("CNI_NETNS", netns),
             ("CNI_IFNAME", IFNAME),
             ("CNI_PATH", path.as_str()),
+            (ovs::cache::ROOT_ENV, root.as_str()),
         ];
         env.extend_from_slice(extra);
         run_plugin_in(&self.host, plugin_dir(), "ovs", &env, &conf.to_string())
@@ -173,6 +223,15 @@ impl OvsNode {
         let out = self.call("ADD", pod, conf);
         let stdout = expect_success(&out, "ADD");
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("ADD result is not JSON: {e}"))
+    }
+
+    /// Waits until the host veth `name` is gone (a deleted namespace takes its veths down in
+    /// the background).
+    pub fn wait_veth_gone(&self, name: &str) {
+        assert!(
+            netns_tests::wait_for(Duration::from_secs(10), || self.host.link(name).is_none()),
+            "{name} is still there"
+        );
     }
 
     /// Veth links in the host namespace created since it was made.
