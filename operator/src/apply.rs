@@ -419,12 +419,17 @@ pub async fn delete_unrendered(
 ) -> Deleted {
     let mut out = Deleted::default();
     let selector = deletable_selector();
+    let mut webhooks_done = false;
     for kind in deletion_order() {
-        if !DELETE_FIRST.contains(&kind.kind) && !out.errors.is_empty() {
-            // every failure so far is a webhook configuration's
-            out.errors
-                .push("nothing else deleted while a webhook configuration remains".to_string());
-            return out;
+        if !DELETE_FIRST.contains(&kind.kind) && !webhooks_done {
+            webhooks_done = true;
+            if !out.errors.is_empty() {
+                // every failure so far is a webhook configuration's
+                out.errors.push(
+                    "nothing else deleted while a webhook configuration remains".to_string(),
+                );
+                return out;
+            }
         }
         let api = api(client, kind, namespace);
         let list = match api.list(&ListParams::default().labels(&selector)).await {

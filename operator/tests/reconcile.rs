@@ -1165,3 +1165,24 @@ async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() 
         .any(|w| w.path.ends_with("/networkaddonsconfigs")
             && w.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=cluster")));
 }
+
+#[tokio::test]
+async fn a_failed_deletion_of_a_workload_does_not_stop_the_other_deletions() {
+    let h = started("linuxBridge: {}\novs: {}\n").await;
+    h.patch_spec(json!({"linuxBridge": null, "ovs": null})).await;
+    h.fake
+        .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+    assert!(h.reconcile().await.is_err());
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToDeleteObjects")
+        .await;
+    assert!(
+        !degraded.message.contains("webhook"),
+        "no webhook is involved: {}",
+        degraded.message
+    );
+    // the other component's objects, and the rest of the bridge's, went all the same
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(h.fake.daemonset(NS, OVS_DS).is_none());
+    assert!(h.fake.list("v1", "serviceaccounts").is_empty());
+}
