@@ -36,7 +36,7 @@ use kube::api::{
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{describe, Error, Result};
 use crate::labels;
 use crate::render::{RenderedKind, RENDERED_KINDS};
 use crate::spec::GROUP;
@@ -436,7 +436,7 @@ pub async fn delete_unrendered(
             Ok(list) => list,
             Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => {
-                out.errors.push(format!("list {}: {e}", kind.plural));
+                out.errors.push(format!("list {}: {}", kind.plural, describe(&e)));
                 continue;
             }
         };
@@ -453,7 +453,7 @@ pub async fn delete_unrendered(
             match api.delete(&id.name, &DeleteParams::background()).await {
                 Ok(_) => out.deleted.push(id),
                 Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
-                Err(e) => out.errors.push(format!("delete {id}: {e}")),
+                Err(e) => out.errors.push(format!("delete {id}: {}", describe(&e))),
             }
         }
     }

@@ -1016,6 +1016,15 @@ async fn a_failed_apply_is_degraded_with_a_warning() {
     );
     assert_eq!(h.warnings(), ["Failed: FailedToApply"]);
     assert!(h.fake.configmap(NS, APPLIED_CONFIGMAP).is_none());
+    // one line a human reads: what was done, to which object, and the server's message
+    assert_eq!(
+        degraded.message,
+        format!("apply DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
+    assert_eq!(
+        progressing.message,
+        format!("Retrying: apply DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
 
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("Degraded").await.status, "False");
@@ -1185,4 +1194,35 @@ async fn a_failed_deletion_of_a_workload_does_not_stop_the_other_deletions() {
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
     assert!(h.fake.daemonset(NS, OVS_DS).is_none());
     assert!(h.fake.list("v1", "serviceaccounts").is_empty());
+}
+
+/// No condition message is a debug dump, and each is one line per item.
+fn assert_readable(c: &Condition) {
+    for dump in ["Status {", "Some(", "ApiError", "StatusSummary", "code:", "{ "] {
+        assert!(
+            !c.message.contains(dump),
+            "{} message has {dump:?}: {}",
+            c.type_,
+            c.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_condition_of_a_failed_deletion_reads_as_a_sentence() {
+    let h = started("linuxBridge: {}\novs: {}\n").await;
+    h.patch_spec(json!({"linuxBridge": null})).await;
+    h.fake
+        .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+    assert!(h.reconcile().await.is_err());
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToDeleteObjects")
+        .await;
+    assert_eq!(
+        degraded.message,
+        format!("delete DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
+    for t in ["Available", "Progressing", "Degraded"] {
+        assert_readable(&h.condition(t).await);
+    }
 }
