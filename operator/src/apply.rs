@@ -281,7 +281,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
             .await
             .map_err(|e| Error::with(format!("read {id}"), e))?;
         if existing.is_some_and(|o| !is_ours(&o)) {
-            eprintln!("{id}: not created by this operator; deleting it, keeping its pods, and creating it again");
+            tracing::info!(object = %id, "not created by this operator; deleting it, keeping its pods, and creating it again");
             let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
             ours.record(&id, &created);
             return Ok(Applied::Adopted);
@@ -296,9 +296,10 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
             )));
         }
         Err(kube::Error::Api(s)) if is_immutable_change(&s) => {
-            eprintln!(
-                "{id}: an immutable field changed ({}); deleting and creating it again",
-                s.message
+            tracing::info!(
+                object = %id,
+                change = %s.message,
+                "an immutable field changed; deleting and creating it again"
             );
             let created = recreate(&api, &id, object, &DeleteParams::background()).await?;
             ours.record(&id, &created);
@@ -308,7 +309,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     };
     let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
     if replaced && !kind.keep {
-        eprintln!("{id}: deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
+        tracing::info!(object = %id, "deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
         let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
         ours.record(&id, &created);
         return Ok(Applied::Adopted);
@@ -425,9 +426,8 @@ pub async fn delete_unrendered(
             webhooks_done = true;
             if !out.errors.is_empty() {
                 // every failure so far is a webhook configuration's
-                out.errors.push(
-                    "nothing else deleted while a webhook configuration remains".to_string(),
-                );
+                out.errors
+                    .push("nothing else deleted while a webhook configuration remains".to_string());
                 return out;
             }
         }
@@ -436,7 +436,8 @@ pub async fn delete_unrendered(
             Ok(list) => list,
             Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => {
-                out.errors.push(format!("list {}: {}", kind.plural, describe(&e)));
+                out.errors
+                    .push(format!("list {}: {}", kind.plural, describe(&e)));
                 continue;
             }
         };

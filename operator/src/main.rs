@@ -10,7 +10,7 @@ use network_addons_operator::{cli, crd, manifests, reconcile};
 const USAGE: &str = "\
 usage: network-addons-operator <command>
 
-  run                              reconcile the NetworkAddonsConfig named `cluster` (in cluster)
+  run                              reconcile the NetworkAddonsConfig named `cluster`
   render [-f FILE] [--previous F]  print every object a NetworkAddonsConfig produces, offline;
          [--mac-prefix XX:XX]      FILE is the CR as YAML (`-` or none: stdin), F a previously
                                    applied spec (JSON or YAML) whose defaults carry over
@@ -19,17 +19,37 @@ usage: network-addons-operator <command>
 
 run and render read their settings from the environment: OPERAND_NAMESPACE,
 OPERATOR_VERSION, PLUGINS_IMAGE, MULTUS_IMAGE, KUBEMACPOOL_IMAGE, MACVTAP_CNI_IMAGE, CNI_BIN_DIR,
-CNI_CONF_DIR; deploy writes their defaults into the operator's Deployment.";
+CNI_CONF_DIR, POD_NAME; deploy writes their defaults into the operator's Deployment. run logs to stderr at the level RUST_LOG sets (default info), connecting
+in cluster or through KUBECONFIG.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let running = args.first().is_some_and(|c| c == "run");
+    if running {
+        init_logging();
+    }
     match dispatch(&args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if running => {
+            tracing::error!(error = ?e.to_string(), "stopped");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("network-addons-operator: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Structured logs on stderr, at the level `RUST_LOG` sets (`info` when unset or invalid).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
 }
 
 fn dispatch(args: &[String]) -> Result<()> {

@@ -32,10 +32,11 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
-use crate::error::{Context, Error, Result};
+use crate::error::{describe, Context, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
 use crate::render::render;
@@ -74,7 +75,7 @@ impl Ctx {
     /// The real clock and the kernel's randomness.
     pub fn new(client: Client, settings: Settings) -> Ctx {
         Ctx {
-            events: Events::new(client.clone()),
+            events: Events::new(client.clone(), &settings.pod_name),
             client,
             settings,
             clock: Arc::new(Timestamp::now),
@@ -101,9 +102,12 @@ impl Ctx {
 /// (each change reconciles `cluster`).
 pub async fn run(client: Client, settings: Settings) -> Result<()> {
     let namespace = settings.namespace.clone();
-    eprintln!(
-        "network-addons-operator {}: reconciling NetworkAddonsConfig {CONFIG_NAME}, components in namespace {namespace}",
-        settings.operator_version
+    tracing::info!(
+        version = %settings.operator_version,
+        config = CONFIG_NAME,
+        %namespace,
+        instance = %settings.pod_name,
+        "starting the network addons operator"
     );
     let ctx = Arc::new(Ctx::new(client.clone(), settings));
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
@@ -124,27 +128,43 @@ pub async fn run(client: Client, settings: Settings) -> Result<()> {
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
-            if let Err(e) = result {
-                eprintln!("controller: {e}");
+            match result {
+                Ok(_) => {}
+                // a DaemonSet or Deployment changed while no NetworkAddonsConfig exists, or it
+                // was deleted
+                Err(controller::Error::ObjectNotFound(object)) => {
+                    tracing::debug!(%object, "no NetworkAddonsConfig to reconcile");
+                }
+                Err(controller::Error::ReconcilerFailed(..)) => {} // logged by error_policy
+                Err(e) => tracing::warn!(error = %describe(&e), "controller"),
             }
         })
         .await;
-    eprintln!("network-addons-operator: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
 async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
-    let action = reconcile_once(&ctx, &nac).await?;
-    ctx.failures.store(0, Ordering::Relaxed);
-    Ok(action)
+    let span = tracing::info_span!(
+        "reconcile",
+        name = %nac.name_any(),
+        generation = nac.meta().generation.unwrap_or_default()
+    );
+    let result = reconcile_once(&ctx, &nac).instrument(span).await;
+    if result.is_ok() {
+        ctx.failures.store(0, Ordering::Relaxed);
+    }
+    result
 }
 
-fn error_policy(_nac: Arc<NetworkAddonsConfig>, error: &Error, ctx: Arc<Ctx>) -> Action {
+fn error_policy(nac: Arc<NetworkAddonsConfig>, error: &Error, ctx: Arc<Ctx>) -> Action {
     let failures = ctx.failures.fetch_add(1, Ordering::Relaxed);
     let delay = backoff(failures);
-    eprintln!(
-        "reconcile failed, retrying in {}s: {error}",
-        delay.as_secs()
+    tracing::warn!(
+        name = %nac.name_any(),
+        retry_in_seconds = delay.as_secs(),
+        error = ?error.to_string(),
+        "reconcile failed"
     );
     Action::requeue(delay)
 }
@@ -227,21 +247,17 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     for object in &objects {
         match apply::apply(&ctx.client, object, &ctx.ours).await {
             Ok(Applied::Recreated) => {
-                eprintln!(
-                    "{}: re-created (an immutable field changed)",
-                    Identity::of(object)
-                );
+                tracing::info!(object = %Identity::of(object), "re-created (an immutable field changed)");
             }
             Ok(Applied::Adopted) => {
-                eprintln!(
-                    "{}: re-created as ours (another manager had created it)",
-                    Identity::of(object)
-                );
+                tracing::info!(object = %Identity::of(object), "re-created as ours (another manager had created it)");
             }
             Ok(Applied::Created) => {
-                eprintln!("{}: created (create-only)", Identity::of(object));
+                tracing::info!(object = %Identity::of(object), "created (create-only)");
             }
-            Ok(Applied::Applied | Applied::Kept) => {}
+            Ok(Applied::Applied | Applied::Kept) => {
+                tracing::debug!(object = %Identity::of(object), "applied");
+            }
             Err(e) => return fail(ctx, nac, "FailedToApply", e.to_string(), now).await,
         }
     }
@@ -251,7 +267,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     ctx.ours.retain(&keep);
     let deleted = apply::delete_unrendered(&ctx.client, &keep, &ctx.settings.namespace).await;
     for id in &deleted.deleted {
-        eprintln!("{id}: deleted (no longer rendered)");
+        tracing::info!(object = %id, "deleted (no longer rendered)");
     }
     if !deleted.errors.is_empty() {
         let message = deleted.errors.join("\n");
@@ -266,7 +282,8 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
             None => "configuration applied for the first time",
             Some(_) => "configuration modified",
         };
-        ctx.events.normal(nac, events::MODIFIED, note).await;
+        tracing::info!(note, "applied configuration recorded");
+        ctx.events.normal(nac, events::MODIFIED, note, now).await;
     }
 
     let progressing = progress(ctx, &objects).await?;
@@ -296,20 +313,23 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     match health {
         Health::Available => {
             if !status::is_true(&written.before, status::AVAILABLE) {
+                tracing::info!("available");
                 ctx.events
-                    .normal(nac, events::AVAILABLE, "all components are available")
+                    .normal(nac, events::AVAILABLE, "all components are available", now)
                     .await;
             }
         }
         Health::Deploying { .. } => {
             if !status::is_true(&written.before, status::PROGRESSING) {
+                tracing::info!(objects = lines.len(), "progressing");
                 ctx.events
-                    .normal(nac, events::PROGRESSING, &lines.join("\n"))
+                    .normal(nac, events::PROGRESSING, &lines.join("\n"), now)
                     .await;
             }
             if !hung.is_empty() && status::degraded_anew(&written.before, "RolloutHung") {
+                tracing::warn!(objects = ?hung, "a rollout is not making progress");
                 ctx.events
-                    .failed(nac, "RolloutHung", &hung.join("\n"))
+                    .failed(nac, "RolloutHung", &hung.join("\n"), now)
                     .await;
             }
         }
@@ -335,7 +355,7 @@ async fn fail(
     message: String,
     now: Timestamp,
 ) -> Result<Action> {
-    eprintln!("{reason}: {message}");
+    tracing::warn!(%reason, detail = ?message, "configuration not applied");
     let report = Report {
         health: Health::Failing {
             reason: reason.to_string(),
@@ -354,12 +374,12 @@ async fn fail(
     {
         Ok(written) => status::degraded_anew(&written.before, reason),
         Err(e) => {
-            eprintln!("status not written: {e}");
+            tracing::warn!(error = %e, "status not written");
             true
         }
     };
     if news {
-        ctx.events.failed(nac, reason, &message).await;
+        ctx.events.failed(nac, reason, &message, now).await;
     }
     Err(Error::new(format!("{reason}: {message}")))
 }

@@ -1,5 +1,6 @@
 //! What the operator's own Deployment sets through its environment: the namespace components go
-//! to, the images, the node's CNI directories and the version stamped on every object.
+//! to, the images, the node's CNI directories, the version stamped on every object and the pod's
+//! own name.
 
 use std::env;
 
@@ -23,6 +24,8 @@ pub struct Settings {
     pub cni_bin_dir: String,
     /// `CNI_CONF_DIR`: the node's network config directory.
     pub cni_conf_dir: String,
+    /// `POD_NAME` (else `HOSTNAME`): names this operator in its events (`reportingInstance`).
+    pub pod_name: String,
 }
 
 impl Settings {
@@ -38,6 +41,7 @@ impl Settings {
             macvtap_cni_image: String::new(),
             cni_bin_dir: "/opt/cni/bin".to_string(),
             cni_conf_dir: "/etc/cni/net.d".to_string(),
+            pod_name: String::new(),
         }
         .with_upstream_image_defaults()
     }
@@ -60,6 +64,8 @@ impl Settings {
         set(&mut s.macvtap_cni_image, "MACVTAP_CNI_IMAGE");
         set(&mut s.cni_bin_dir, "CNI_BIN_DIR");
         set(&mut s.cni_conf_dir, "CNI_CONF_DIR");
+        set(&mut s.pod_name, "HOSTNAME");
+        set(&mut s.pod_name, "POD_NAME");
         s
     }
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! Everything the operator sends a Kubernetes 1.20 API server is something 1.20 accepts: every
 //! object it applies (for every documented example, with the reconciler's owner references and
-//! labels), the applied-configuration record, and everything in deploy/. Checked
+//! labels), the applied-configuration record, its events, and everything in deploy/. Checked
 //! against 1.20's own OpenAPI document (tests/k8s_1_20/): no field 1.20 does not know, and every
 //! key of every associative list set (1.20's server-side apply does not default any, so a
 //! Service port without `protocol` is refused).
@@ -164,6 +164,18 @@ fn everything_in_deploy_is_one_kubernetes_1_20_accepts() {
         assert!(kinds.iter().any(|k| k == kind), "no {kind} in deploy/");
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_events_are_ones_kubernetes_1_20_accepts() {
+    let mut nac = NetworkAddonsConfig::new("cluster", Default::default());
+    nac.metadata.uid = Some("u".to_string());
+    let event =
+        network_addons_operator::events::example_event(&nac, "Warning", "Failed: x", "message");
+    let mut object = serde_json::to_value(&event).unwrap();
+    object["apiVersion"] = "v1".into();
+    object["kind"] = "Event".into();
+    assert_eq!(k8s_1_20::problems(&object), Vec::<String>::new());
 }
 
 #[test]

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fake_api;
+mod k8s_1_20;
 
 use std::sync::{Arc, Mutex};
 
@@ -1178,7 +1179,8 @@ async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() 
 #[tokio::test]
 async fn a_failed_deletion_of_a_workload_does_not_stop_the_other_deletions() {
     let h = started("linuxBridge: {}\novs: {}\n").await;
-    h.patch_spec(json!({"linuxBridge": null, "ovs": null})).await;
+    h.patch_spec(json!({"linuxBridge": null, "ovs": null}))
+        .await;
     h.fake
         .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
     assert!(h.reconcile().await.is_err());
@@ -1198,7 +1200,14 @@ async fn a_failed_deletion_of_a_workload_does_not_stop_the_other_deletions() {
 
 /// No condition message is a debug dump, and each is one line per item.
 fn assert_readable(c: &Condition) {
-    for dump in ["Status {", "Some(", "ApiError", "StatusSummary", "code:", "{ "] {
+    for dump in [
+        "Status {",
+        "Some(",
+        "ApiError",
+        "StatusSummary",
+        "code:",
+        "{ ",
+    ] {
         assert!(
             !c.message.contains(dump),
             "{} message has {dump:?}: {}",
@@ -1225,4 +1234,79 @@ async fn every_condition_of_a_failed_deletion_reads_as_a_sentence() {
     for t in ["Available", "Progressing", "Degraded"] {
         assert_readable(&h.condition(t).await);
     }
+}
+
+#[tokio::test]
+async fn events_are_core_events_in_default_about_the_cluster_scoped_config() {
+    let h = started(LINUX_BRIDGE).await;
+    let events = h.fake.stored_events();
+    assert!(!events.is_empty(), "events recorded");
+    let uid = h.nac().await.metadata.uid.unwrap();
+    for e in &events {
+        assert_eq!(e["metadata"]["namespace"], "default", "{e}");
+        assert!(e.get("eventTime").is_none_or(Value::is_null), "{e}");
+        assert_eq!(e["involvedObject"]["kind"], "NetworkAddonsConfig");
+        assert_eq!(e["involvedObject"]["name"], "cluster");
+        assert_eq!(e["involvedObject"]["uid"], uid.as_str());
+        assert!(e["involvedObject"].get("namespace").is_none());
+        assert_eq!(e["source"]["component"], "network-addons-operator");
+        assert_eq!(e["count"], 1);
+        assert!(e["firstTimestamp"].is_string() && e["lastTimestamp"].is_string());
+    }
+    // nothing was written through the events.k8s.io API
+    assert!(h
+        .fake
+        .requests()
+        .iter()
+        .all(|r| !r.path.starts_with("/apis/events.k8s.io")));
+}
+
+#[tokio::test]
+async fn the_same_event_again_is_counted_on_the_first() {
+    let h = started(LINUX_BRIDGE).await;
+    let invalid = json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}});
+    h.patch_spec(invalid.clone()).await;
+    assert!(h.reconcile().await.is_err());
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(invalid).await;
+    assert!(h.reconcile().await.is_err());
+
+    assert_eq!(
+        h.warnings(),
+        ["Failed: FailedToValidate", "Failed: FailedToValidate"]
+    );
+    let failed: Vec<Value> = h
+        .fake
+        .stored_events()
+        .into_iter()
+        .filter(|e| e["reason"] == "Failed: FailedToValidate")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["count"], 2);
+    assert_eq!(failed[0]["type"], "Warning");
+}
+
+#[tokio::test]
+async fn an_event_deleted_meanwhile_is_recorded_anew() {
+    let h = started(LINUX_BRIDGE).await;
+    let invalid = json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}});
+    h.patch_spec(invalid.clone()).await;
+    assert!(h.reconcile().await.is_err());
+    for e in h.fake.stored_events() {
+        let name = e["metadata"]["name"].as_str().unwrap().to_string();
+        h.fake.remove("v1", "events", "default", &name);
+    }
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(invalid).await;
+    assert!(h.reconcile().await.is_err());
+    let failed: Vec<Value> = h
+        .fake
+        .stored_events()
+        .into_iter()
+        .filter(|e| e["reason"] == "Failed: FailedToValidate")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["count"], 1);
 }
