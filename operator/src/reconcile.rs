@@ -26,7 +26,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -39,6 +39,7 @@ use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
 use crate::error::{describe, Context, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
+use crate::metrics;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
@@ -68,6 +69,8 @@ pub struct Ctx {
     /// The objects applied so far, known to be ours.
     pub ours: apply::Ours,
     pub events: Events,
+    /// What the probes and `/metrics` report.
+    pub metrics: Arc<metrics::State>,
     failures: AtomicU32,
 }
 
@@ -76,6 +79,7 @@ impl Ctx {
     pub fn new(client: Client, settings: Settings) -> Ctx {
         Ctx {
             events: Events::new(client.clone(), &settings.pod_name),
+            metrics: Arc::default(),
             client,
             settings,
             clock: Arc::new(Timestamp::now),
@@ -95,12 +99,17 @@ impl Ctx {
         self.prefix = prefix;
         self
     }
+
+    pub fn with_metrics(mut self, metrics: Arc<metrics::State>) -> Ctx {
+        self.metrics = metrics;
+        self
+    }
 }
 
 /// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, and
 /// the DaemonSets and Deployments carrying the managed-by label in the operand namespace
-/// (each change reconciles `cluster`).
-pub async fn run(client: Client, settings: Settings) -> Result<()> {
+/// (each change reconciles `cluster`). `metrics` is what the probes and `/metrics` report.
+pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State>) -> Result<()> {
     let namespace = settings.namespace.clone();
     tracing::info!(
         version = %settings.operator_version,
@@ -109,8 +118,9 @@ pub async fn run(client: Client, settings: Settings) -> Result<()> {
         instance = %settings.pod_name,
         "starting the network addons operator"
     );
-    let ctx = Arc::new(Ctx::new(client.clone(), settings));
+    let ctx = Arc::new(Ctx::new(client.clone(), settings).with_metrics(metrics.clone()));
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
+    tokio::spawn(mark_ready_when_readable(configs.clone(), metrics.clone()));
     let only_cluster = watcher::Config::default().fields(&format!("metadata.name={CONFIG_NAME}"));
     let managed = watcher::Config::default().labels(&labels::managed_selector());
     Controller::new(configs, only_cluster)
@@ -127,21 +137,43 @@ pub async fn run(client: Client, settings: Settings) -> Result<()> {
         .with_config(controller::Config::default().debounce(Duration::from_secs(1)))
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok(_) => {}
-                // a DaemonSet or Deployment changed while no NetworkAddonsConfig exists, or it
-                // was deleted
-                Err(controller::Error::ObjectNotFound(object)) => {
-                    tracing::debug!(%object, "no NetworkAddonsConfig to reconcile");
+        .for_each(|result| {
+            let metrics = metrics.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    // a DaemonSet or Deployment changed while no NetworkAddonsConfig exists, or
+                    // it was deleted
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        tracing::debug!(%object, "no NetworkAddonsConfig to reconcile");
+                        metrics.reset();
+                    }
+                    Err(controller::Error::ReconcilerFailed(..)) => {} // logged by error_policy
+                    Err(e) => tracing::warn!(error = %describe(&e), "controller"),
                 }
-                Err(controller::Error::ReconcilerFailed(..)) => {} // logged by error_policy
-                Err(e) => tracing::warn!(error = %describe(&e), "controller"),
             }
         })
         .await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Marks the operator ready once NetworkAddonsConfigs can be listed (the API server answers,
+/// the CRD is served and the operator may read it), retrying every 5 seconds; a reconcile marks
+/// it ready too.
+async fn mark_ready_when_readable(api: Api<NetworkAddonsConfig>, metrics: Arc<metrics::State>) {
+    loop {
+        match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => {
+                metrics.set_ready();
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %describe(&e), "cannot list NetworkAddonsConfigs yet");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    }
 }
 
 async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
@@ -151,6 +183,7 @@ async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Actio
         generation = nac.meta().generation.unwrap_or_default()
     );
     let result = reconcile_once(&ctx, &nac).instrument(span).await;
+    ctx.metrics.count_reconcile(result.is_ok());
     if result.is_ok() {
         ctx.failures.store(0, Ordering::Relaxed);
     }
@@ -185,6 +218,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     if nac.meta().deletion_timestamp.is_some() {
         // Everything rendered is owned by it and goes with it.
         ctx.rollouts.clear();
+        ctx.metrics.reset();
         return Ok(Action::await_change());
     }
     let now = (ctx.clock)();
@@ -285,6 +319,8 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         tracing::info!(note, "applied configuration recorded");
         ctx.events.normal(nac, events::MODIFIED, note, now).await;
     }
+    ctx.metrics
+        .set_kubemacpool_deployed(applied.kube_mac_pool.is_some());
 
     let progressing = progress(ctx, &objects).await?;
     let hung = ctx.rollouts.observe(&progressing, now);
@@ -309,6 +345,8 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         status::next_status(old, &report)
     })
     .await?;
+    ctx.metrics
+        .set_cr_ready(status::is_true(&written.after, status::AVAILABLE));
 
     match health {
         Health::Available => {
@@ -367,6 +405,7 @@ async fn fail(
         not_deployed: None,
         now,
     };
+    ctx.metrics.set_cr_ready(false);
     let news = match status::write(&ctx.client, CONFIG_NAME, |old| {
         status::next_status(old, &report)
     })

@@ -1136,20 +1136,28 @@ async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() 
     let h = harness();
     h.create("other", LINUX_BRIDGE).await;
     h.create("cluster", LINUX_BRIDGE).await;
+    let metrics = Arc::new(network_addons_operator::metrics::State::default());
     let controller = tokio::spawn(network_addons_operator::reconcile::run(
         h.client.clone(),
         settings(),
+        metrics.clone(),
     ));
     let mut reconciled = false;
     for _ in 0..100 {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        if h.nac().await.status.is_some() {
+        if h.nac().await.status.is_some() && metrics.is_ready() {
             reconciled = true;
             break;
         }
     }
     controller.abort();
-    assert!(reconciled, "cluster reconciled by the controller");
+    assert!(
+        reconciled,
+        "cluster reconciled by the controller, which is then ready"
+    );
+    assert!(metrics
+        .render()
+        .contains("network_addons_operator_reconcile_total{result=\"success\"} 1\n"));
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
     let other = h.configs().get("other").await.unwrap();
     assert!(other.status.is_none());
@@ -1309,4 +1317,24 @@ async fn an_event_deleted_meanwhile_is_recorded_anew() {
         .collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["count"], 1);
+}
+
+#[tokio::test]
+async fn the_metrics_follow_the_config() {
+    let h = started("kubeMacPool: {}\n").await;
+    let metrics = h.ctx.metrics.clone();
+    assert!(metrics
+        .render()
+        .contains("\nkubevirt_cnao_cr_kubemacpool_deployed 1\n"));
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 0\n"));
+    h.set_deployment_ready(MAC_CONTROLLER);
+    h.set_deployment_ready(CERT_MANAGER);
+    h.reconcile().await.unwrap();
+    h.expect_condition("Available", "True", "AsExpected").await;
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 1\n"));
+
+    h.patch_spec(json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}}))
+        .await;
+    assert!(h.reconcile().await.is_err());
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 0\n"));
 }
