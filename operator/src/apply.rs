@@ -36,7 +36,7 @@ use kube::api::{
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{describe, Error, Result};
 use crate::labels;
 use crate::render::{RenderedKind, RENDERED_KINDS};
 use crate::spec::GROUP;
@@ -281,7 +281,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
             .await
             .map_err(|e| Error::with(format!("read {id}"), e))?;
         if existing.is_some_and(|o| !is_ours(&o)) {
-            eprintln!("{id}: not created by this operator; deleting it, keeping its pods, and creating it again");
+            tracing::info!(object = %id, "not created by this operator; deleting it, keeping its pods, and creating it again");
             let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
             ours.record(&id, &created);
             return Ok(Applied::Adopted);
@@ -296,9 +296,10 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
             )));
         }
         Err(kube::Error::Api(s)) if is_immutable_change(&s) => {
-            eprintln!(
-                "{id}: an immutable field changed ({}); deleting and creating it again",
-                s.message
+            tracing::info!(
+                object = %id,
+                change = %s.message,
+                "an immutable field changed; deleting and creating it again"
             );
             let created = recreate(&api, &id, object, &DeleteParams::background()).await?;
             ours.record(&id, &created);
@@ -308,7 +309,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     };
     let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
     if replaced && !kind.keep {
-        eprintln!("{id}: deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
+        tracing::info!(object = %id, "deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
         let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
         ours.record(&id, &created);
         return Ok(Applied::Adopted);
@@ -419,19 +420,24 @@ pub async fn delete_unrendered(
 ) -> Deleted {
     let mut out = Deleted::default();
     let selector = deletable_selector();
+    let mut webhooks_done = false;
     for kind in deletion_order() {
-        if !DELETE_FIRST.contains(&kind.kind) && !out.errors.is_empty() {
-            // every failure so far is a webhook configuration's
-            out.errors
-                .push("nothing else deleted while a webhook configuration remains".to_string());
-            return out;
+        if !DELETE_FIRST.contains(&kind.kind) && !webhooks_done {
+            webhooks_done = true;
+            if !out.errors.is_empty() {
+                // every failure so far is a webhook configuration's
+                out.errors
+                    .push("nothing else deleted while a webhook configuration remains".to_string());
+                return out;
+            }
         }
         let api = api(client, kind, namespace);
         let list = match api.list(&ListParams::default().labels(&selector)).await {
             Ok(list) => list,
             Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => {
-                out.errors.push(format!("list {}: {e}", kind.plural));
+                out.errors
+                    .push(format!("list {}: {}", kind.plural, describe(&e)));
                 continue;
             }
         };
@@ -448,7 +454,7 @@ pub async fn delete_unrendered(
             match api.delete(&id.name, &DeleteParams::background()).await {
                 Ok(_) => out.deleted.push(id),
                 Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
-                Err(e) => out.errors.push(format!("delete {id}: {e}")),
+                Err(e) => out.errors.push(format!("delete {id}: {}", describe(&e))),
             }
         }
     }

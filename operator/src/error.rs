@@ -1,4 +1,8 @@
-//! The operator's one error type: what failed, with the cause's text.
+//! The operator's one error type: what failed, with the cause's text, one line a human reads.
+//!
+//! The text of a cause is what ends up in the NetworkAddonsConfig's conditions and events, so a
+//! Kubernetes API error is described by the server's own message (which names the object and
+//! the field), not by the client library's debug dump of the whole `Status`.
 
 use std::fmt;
 
@@ -17,9 +21,9 @@ impl Error {
     }
 
     /// Wraps a cause with what was being done: `Error::with("apply DaemonSet multus", e)`.
-    pub fn with(context: impl fmt::Display, cause: impl fmt::Display) -> Error {
+    pub fn with(context: impl fmt::Display, cause: impl std::error::Error + 'static) -> Error {
         Error {
-            context: format!("{context}: {cause}"),
+            context: format!("{context}: {}", describe(&cause)),
         }
     }
 }
@@ -32,13 +36,110 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Adds context to any displayable error: `op().context("read the applied ConfigMap")?`.
+/// Adds context to any error: `op().context("read the applied ConfigMap")?`.
 pub trait Context<T> {
     fn context(self, what: impl fmt::Display) -> Result<T>;
 }
 
-impl<T, E: fmt::Display> Context<T> for std::result::Result<T, E> {
+impl<T, E: std::error::Error + 'static> Context<T> for std::result::Result<T, E> {
     fn context(self, what: impl fmt::Display) -> Result<T> {
         self.map_err(|e| Error::with(what, e))
+    }
+}
+
+/// One line describing `e`: for an error the API server answered, its message (`Service "x" is
+/// invalid: spec.ports[0].protocol: Required value`), or its reason and code when it sent no
+/// message; for any other error, its text and those of its causes, each once.
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(kube::Error::Api(status)) = e.downcast_ref::<kube::Error>() {
+        return api_message(status);
+    }
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    one_line(&text)
+}
+
+/// The server's message, else its reason and code.
+fn api_message(status: &kube::core::Status) -> String {
+    let message = one_line(&status.message);
+    if !message.is_empty() {
+        return message;
+    }
+    let reason = if status.reason.is_empty() {
+        "no reason given"
+    } else {
+        status.reason.as_str()
+    };
+    format!("the API server answered {} ({reason})", status.code)
+}
+
+/// Runs of whitespace, newlines included, as one space.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            status: Some(kube::core::response::StatusSummary::Failure),
+            code,
+            message: message.to_string(),
+            reason: reason.to_string(),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn an_api_error_reads_as_the_server_message_after_what_was_done() {
+        let e = api_error(
+            500,
+            "InternalError",
+            "failed to create typed patch object: .spec.ports: element 0: associative list with keys has an element that omits key field \"protocol\"",
+        );
+        let text = Error::with(
+            "apply Service cluster-network-addons/kubemacpool-service",
+            e,
+        )
+        .to_string();
+        assert_eq!(
+            text,
+            "apply Service cluster-network-addons/kubemacpool-service: failed to create typed patch object: .spec.ports: element 0: associative list with keys has an element that omits key field \"protocol\""
+        );
+        for dump in ["Status {", "Some(", "Failure", "ApiError", "code:"] {
+            assert!(!text.contains(dump), "{dump:?} in {text:?}");
+        }
+    }
+
+    #[test]
+    fn an_api_error_without_a_message_names_its_code_and_reason() {
+        let text = Error::with(
+            "read DaemonSet ns/a",
+            api_error(503, "ServiceUnavailable", ""),
+        )
+        .to_string();
+        assert_eq!(
+            text,
+            "read DaemonSet ns/a: the API server answered 503 (ServiceUnavailable)"
+        );
+    }
+
+    #[test]
+    fn other_errors_read_as_their_text_and_causes_on_one_line() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection\nrefused");
+        let text = Error::with("connect", io).to_string();
+        assert_eq!(text, "connect: connection refused");
+        let json = serde_json::from_str::<u8>("x").map_err(|e| Error::with("parse", e));
+        assert!(json.is_err_and(|e| !e.to_string().contains('\n')));
     }
 }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod labels;
 pub mod manifests;
+pub mod metrics;
 pub mod reconcile;
 pub mod render;
 pub mod settings;

@@ -5,31 +5,53 @@ use std::process::ExitCode;
 
 use network_addons_operator::error::{Context, Error, Result};
 use network_addons_operator::settings::Settings;
-use network_addons_operator::{cli, crd, manifests, reconcile};
+use network_addons_operator::{cli, crd, manifests, metrics, reconcile};
 
 const USAGE: &str = "\
 usage: network-addons-operator <command>
 
-  run                              reconcile the NetworkAddonsConfig named `cluster` (in cluster)
+  run [--metrics-bind-address A]   reconcile the NetworkAddonsConfig named `cluster`; serve
+                                   /healthz, /readyz and /metrics on A (default :8080)
   render [-f FILE] [--previous F]  print every object a NetworkAddonsConfig produces, offline;
          [--mac-prefix XX:XX]      FILE is the CR as YAML (`-` or none: stdin), F a previously
                                    applied spec (JSON or YAML) whose defaults carry over
   crd                              print the CustomResourceDefinition
   deploy --out DIR                 write the CRD, the operator's manifests and an example CR
 
-run and render read their settings from the environment: OPERAND_NAMESPACE,
-OPERATOR_VERSION, PLUGINS_IMAGE, MULTUS_IMAGE, KUBEMACPOOL_IMAGE, MACVTAP_CNI_IMAGE, CNI_BIN_DIR,
-CNI_CONF_DIR; deploy writes their defaults into the operator's Deployment.";
+run and render read their settings from the environment: OPERAND_NAMESPACE (else
+OPERATOR_NAMESPACE), OPERATOR_VERSION, PLUGINS_IMAGE, MULTUS_IMAGE, KUBEMACPOOL_IMAGE,
+MACVTAP_CNI_IMAGE, CNI_BIN_DIR, CNI_CONF_DIR, POD_NAME; deploy writes their defaults into the
+operator's Deployment. run logs to stderr at the level RUST_LOG sets (default info), connecting
+in cluster or through KUBECONFIG.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let running = args.first().is_some_and(|c| c == "run");
+    if running {
+        init_logging();
+    }
     match dispatch(&args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if running => {
+            tracing::error!(error = ?e.to_string(), "stopped");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("network-addons-operator: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Structured logs on stderr, at the level `RUST_LOG` sets (`info` when unset or invalid).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
 }
 
 fn dispatch(args: &[String]) -> Result<()> {
@@ -40,8 +62,12 @@ fn dispatch(args: &[String]) -> Result<()> {
     let settings = Settings::from_env();
     match command.as_str() {
         "run" => {
-            flags.expect_none()?;
-            run(settings)
+            let address = flags
+                .value("--metrics-bind-address")?
+                .unwrap_or(metrics::DEFAULT_ADDRESS);
+            let address = metrics::parse_address(address)?;
+            flags.expect_only(&["--metrics-bind-address"])?;
+            run(settings, address)
         }
         "render" => {
             let input = match flags.value("-f")? {
@@ -104,15 +130,19 @@ fn print_out(text: &str) -> Result<()> {
     }
 }
 
-fn run(settings: Settings) -> Result<()> {
+fn run(settings: Settings, address: std::net::SocketAddr) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the runtime")?;
     runtime.block_on(async {
+        let state = std::sync::Arc::new(metrics::State::default());
+        let listener = metrics::bind(address).await?;
+        tracing::info!(%address, "serving /healthz, /readyz and /metrics");
+        tokio::spawn(metrics::serve(listener, state.clone()));
         let client = kube::Client::try_default()
             .await
             .context("connect to the API server")?;
-        reconcile::run(client, settings).await
+        reconcile::run(client, settings, state).await
     })
 }

@@ -7,22 +7,27 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, Namespace, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount, Toleration,
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
+    SecurityContext, ServiceAccount, Toleration,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use crate::defaults::fill_defaults;
 use crate::error::{Context, Result};
 use crate::labels;
 use crate::render::{render, RENDERED_KINDS};
-use crate::settings::Settings;
+use crate::settings::{EnvValue, Settings};
 use crate::spec::NetworkAddonsConfigSpec;
 
 pub const OPERATOR_NAME: &str = "network-addons-operator";
+
+/// The port of the operator's `/healthz`, `/readyz` and `/metrics`, named `metrics`.
+pub const METRICS_PORT: i32 = 8080;
 
 /// The example CR: the upstream README's full example, every component it names.
 pub const EXAMPLE_CR: &str = "\
@@ -213,12 +218,37 @@ fn deployment(settings: &Settings) -> Deployment {
     let env = settings
         .env_vars()
         .into_iter()
-        .map(|(name, value)| EnvVar {
-            name: name.to_string(),
-            value: Some(value),
-            ..EnvVar::default()
+        .map(|(name, value)| match value {
+            EnvValue::Literal(value) => EnvVar {
+                name: name.to_string(),
+                value: Some(value),
+                ..EnvVar::default()
+            },
+            EnvValue::Field(path) => EnvVar {
+                name: name.to_string(),
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        api_version: Some("v1".to_string()),
+                        field_path: path.to_string(),
+                    }),
+                    ..EnvVarSource::default()
+                }),
+                ..EnvVar::default()
+            },
         })
         .collect();
+    let probe = |path: &str, period: i32, failures: i32| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::String("metrics".to_string()),
+            scheme: Some("HTTP".to_string()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: Some(5),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    };
     Deployment {
         metadata: meta(OPERATOR_NAME, Some(&settings.namespace)),
         spec: Some(DeploymentSpec {
@@ -251,8 +281,21 @@ fn deployment(settings: &Settings) -> Deployment {
                         name: OPERATOR_NAME.to_string(),
                         image: Some(settings.plugins_image.clone()),
                         image_pull_policy: Some("IfNotPresent".to_string()),
-                        command: Some(vec![format!("/{OPERATOR_NAME}"), "run".to_string()]),
+                        command: Some(vec![
+                            format!("/{OPERATOR_NAME}"),
+                            "run".to_string(),
+                            "--metrics-bind-address".to_string(),
+                            format!(":{METRICS_PORT}"),
+                        ]),
                         env: Some(env),
+                        ports: Some(vec![ContainerPort {
+                            name: Some("metrics".to_string()),
+                            container_port: METRICS_PORT,
+                            protocol: Some("TCP".to_string()),
+                            ..ContainerPort::default()
+                        }]),
+                        liveness_probe: Some(probe("/healthz", 10, 3)),
+                        readiness_probe: Some(probe("/readyz", 5, 1)),
                         resources: Some(ResourceRequirements {
                             requests: Some(BTreeMap::from([
                                 ("cpu".to_string(), Quantity("10m".to_string())),

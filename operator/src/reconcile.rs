@@ -26,18 +26,20 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
-use crate::error::{Context, Error, Result};
+use crate::error::{describe, Context, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
+use crate::metrics;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
@@ -67,6 +69,8 @@ pub struct Ctx {
     /// The objects applied so far, known to be ours.
     pub ours: apply::Ours,
     pub events: Events,
+    /// What the probes and `/metrics` report.
+    pub metrics: Arc<metrics::State>,
     failures: AtomicU32,
 }
 
@@ -74,7 +78,8 @@ impl Ctx {
     /// The real clock and the kernel's randomness.
     pub fn new(client: Client, settings: Settings) -> Ctx {
         Ctx {
-            events: Events::new(client.clone()),
+            events: Events::new(client.clone(), &settings.pod_name),
+            metrics: Arc::default(),
             client,
             settings,
             clock: Arc::new(Timestamp::now),
@@ -94,19 +99,28 @@ impl Ctx {
         self.prefix = prefix;
         self
     }
+
+    pub fn with_metrics(mut self, metrics: Arc<metrics::State>) -> Ctx {
+        self.metrics = metrics;
+        self
+    }
 }
 
 /// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, and
 /// the DaemonSets and Deployments carrying the managed-by label in the operand namespace
-/// (each change reconciles `cluster`).
-pub async fn run(client: Client, settings: Settings) -> Result<()> {
+/// (each change reconciles `cluster`). `metrics` is what the probes and `/metrics` report.
+pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State>) -> Result<()> {
     let namespace = settings.namespace.clone();
-    eprintln!(
-        "network-addons-operator {}: reconciling NetworkAddonsConfig {CONFIG_NAME}, components in namespace {namespace}",
-        settings.operator_version
+    tracing::info!(
+        version = %settings.operator_version,
+        config = CONFIG_NAME,
+        %namespace,
+        instance = %settings.pod_name,
+        "starting the network addons operator"
     );
-    let ctx = Arc::new(Ctx::new(client.clone(), settings));
+    let ctx = Arc::new(Ctx::new(client.clone(), settings).with_metrics(metrics.clone()));
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
+    tokio::spawn(mark_ready_when_readable(configs.clone(), metrics.clone()));
     let only_cluster = watcher::Config::default().fields(&format!("metadata.name={CONFIG_NAME}"));
     let managed = watcher::Config::default().labels(&labels::managed_selector());
     Controller::new(configs, only_cluster)
@@ -123,28 +137,67 @@ pub async fn run(client: Client, settings: Settings) -> Result<()> {
         .with_config(controller::Config::default().debounce(Duration::from_secs(1)))
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                eprintln!("controller: {e}");
+        .for_each(|result| {
+            let metrics = metrics.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    // a DaemonSet or Deployment changed while no NetworkAddonsConfig exists, or
+                    // it was deleted
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        tracing::debug!(%object, "no NetworkAddonsConfig to reconcile");
+                        metrics.reset();
+                    }
+                    Err(controller::Error::ReconcilerFailed(..)) => {} // logged by error_policy
+                    Err(e) => tracing::warn!(error = %describe(&e), "controller"),
+                }
             }
         })
         .await;
-    eprintln!("network-addons-operator: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
-async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
-    let action = reconcile_once(&ctx, &nac).await?;
-    ctx.failures.store(0, Ordering::Relaxed);
-    Ok(action)
+/// Marks the operator ready once NetworkAddonsConfigs can be listed (the API server answers,
+/// the CRD is served and the operator may read it), retrying every 5 seconds; a reconcile marks
+/// it ready too.
+async fn mark_ready_when_readable(api: Api<NetworkAddonsConfig>, metrics: Arc<metrics::State>) {
+    loop {
+        match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => {
+                metrics.set_ready();
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %describe(&e), "cannot list NetworkAddonsConfigs yet");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    }
 }
 
-fn error_policy(_nac: Arc<NetworkAddonsConfig>, error: &Error, ctx: Arc<Ctx>) -> Action {
+async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
+    let span = tracing::info_span!(
+        "reconcile",
+        name = %nac.name_any(),
+        generation = nac.meta().generation.unwrap_or_default()
+    );
+    let result = reconcile_once(&ctx, &nac).instrument(span).await;
+    ctx.metrics.count_reconcile(result.is_ok());
+    if result.is_ok() {
+        ctx.failures.store(0, Ordering::Relaxed);
+    }
+    result
+}
+
+fn error_policy(nac: Arc<NetworkAddonsConfig>, error: &Error, ctx: Arc<Ctx>) -> Action {
     let failures = ctx.failures.fetch_add(1, Ordering::Relaxed);
     let delay = backoff(failures);
-    eprintln!(
-        "reconcile failed, retrying in {}s: {error}",
-        delay.as_secs()
+    tracing::warn!(
+        name = %nac.name_any(),
+        retry_in_seconds = delay.as_secs(),
+        error = ?error.to_string(),
+        "reconcile failed"
     );
     Action::requeue(delay)
 }
@@ -165,6 +218,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     if nac.meta().deletion_timestamp.is_some() {
         // Everything rendered is owned by it and goes with it.
         ctx.rollouts.clear();
+        ctx.metrics.reset();
         return Ok(Action::await_change());
     }
     let now = (ctx.clock)();
@@ -227,21 +281,17 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     for object in &objects {
         match apply::apply(&ctx.client, object, &ctx.ours).await {
             Ok(Applied::Recreated) => {
-                eprintln!(
-                    "{}: re-created (an immutable field changed)",
-                    Identity::of(object)
-                );
+                tracing::info!(object = %Identity::of(object), "re-created (an immutable field changed)");
             }
             Ok(Applied::Adopted) => {
-                eprintln!(
-                    "{}: re-created as ours (another manager had created it)",
-                    Identity::of(object)
-                );
+                tracing::info!(object = %Identity::of(object), "re-created as ours (another manager had created it)");
             }
             Ok(Applied::Created) => {
-                eprintln!("{}: created (create-only)", Identity::of(object));
+                tracing::info!(object = %Identity::of(object), "created (create-only)");
             }
-            Ok(Applied::Applied | Applied::Kept) => {}
+            Ok(Applied::Applied | Applied::Kept) => {
+                tracing::debug!(object = %Identity::of(object), "applied");
+            }
             Err(e) => return fail(ctx, nac, "FailedToApply", e.to_string(), now).await,
         }
     }
@@ -251,7 +301,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     ctx.ours.retain(&keep);
     let deleted = apply::delete_unrendered(&ctx.client, &keep, &ctx.settings.namespace).await;
     for id in &deleted.deleted {
-        eprintln!("{id}: deleted (no longer rendered)");
+        tracing::info!(object = %id, "deleted (no longer rendered)");
     }
     if !deleted.errors.is_empty() {
         let message = deleted.errors.join("\n");
@@ -266,8 +316,11 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
             None => "configuration applied for the first time",
             Some(_) => "configuration modified",
         };
-        ctx.events.normal(nac, events::MODIFIED, note).await;
+        tracing::info!(note, "applied configuration recorded");
+        ctx.events.normal(nac, events::MODIFIED, note, now).await;
     }
+    ctx.metrics
+        .set_kubemacpool_deployed(applied.kube_mac_pool.is_some());
 
     let progressing = progress(ctx, &objects).await?;
     let hung = ctx.rollouts.observe(&progressing, now);
@@ -292,24 +345,29 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         status::next_status(old, &report)
     })
     .await?;
+    ctx.metrics
+        .set_cr_ready(status::is_true(&written.after, status::AVAILABLE));
 
     match health {
         Health::Available => {
             if !status::is_true(&written.before, status::AVAILABLE) {
+                tracing::info!("available");
                 ctx.events
-                    .normal(nac, events::AVAILABLE, "all components are available")
+                    .normal(nac, events::AVAILABLE, "all components are available", now)
                     .await;
             }
         }
         Health::Deploying { .. } => {
             if !status::is_true(&written.before, status::PROGRESSING) {
+                tracing::info!(objects = lines.len(), "progressing");
                 ctx.events
-                    .normal(nac, events::PROGRESSING, &lines.join("\n"))
+                    .normal(nac, events::PROGRESSING, &lines.join("\n"), now)
                     .await;
             }
             if !hung.is_empty() && status::degraded_anew(&written.before, "RolloutHung") {
+                tracing::warn!(objects = ?hung, "a rollout is not making progress");
                 ctx.events
-                    .failed(nac, "RolloutHung", &hung.join("\n"))
+                    .failed(nac, "RolloutHung", &hung.join("\n"), now)
                     .await;
             }
         }
@@ -335,7 +393,7 @@ async fn fail(
     message: String,
     now: Timestamp,
 ) -> Result<Action> {
-    eprintln!("{reason}: {message}");
+    tracing::warn!(%reason, detail = ?message, "configuration not applied");
     let report = Report {
         health: Health::Failing {
             reason: reason.to_string(),
@@ -347,6 +405,7 @@ async fn fail(
         not_deployed: None,
         now,
     };
+    ctx.metrics.set_cr_ready(false);
     let news = match status::write(&ctx.client, CONFIG_NAME, |old| {
         status::next_status(old, &report)
     })
@@ -354,12 +413,12 @@ async fn fail(
     {
         Ok(written) => status::degraded_anew(&written.before, reason),
         Err(e) => {
-            eprintln!("status not written: {e}");
+            tracing::warn!(error = %e, "status not written");
             true
         }
     };
     if news {
-        ctx.events.failed(nac, reason, &message).await;
+        ctx.events.failed(nac, reason, &message, now).await;
     }
     Err(Error::new(format!("{reason}: {message}")))
 }

@@ -1,5 +1,9 @@
 //! What the operator's own Deployment sets through its environment: the namespace components go
-//! to, the images, the node's CNI directories and the version stamped on every object.
+//! to, the images, the node's CNI directories, the version stamped on every object and the pod's
+//! own name.
+//!
+//! As upstream's Deployment does, `OPERAND_NAMESPACE` (and `OPERATOR_NAMESPACE`) and `POD_NAME`
+//! come from the downward API: the components go to the namespace the operator runs in.
 
 use std::env;
 
@@ -23,6 +27,16 @@ pub struct Settings {
     pub cni_bin_dir: String,
     /// `CNI_CONF_DIR`: the node's network config directory.
     pub cni_conf_dir: String,
+    /// `POD_NAME` (else `HOSTNAME`): names this operator in its events (`reportingInstance`).
+    pub pod_name: String,
+}
+
+/// The value of one variable of the operator's Deployment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvValue {
+    Literal(String),
+    /// A field of the pod, through the downward API (`metadata.namespace`).
+    Field(&'static str),
 }
 
 impl Settings {
@@ -38,11 +52,13 @@ impl Settings {
             macvtap_cni_image: String::new(),
             cni_bin_dir: "/opt/cni/bin".to_string(),
             cni_conf_dir: "/etc/cni/net.d".to_string(),
+            pod_name: String::new(),
         }
         .with_upstream_image_defaults()
     }
 
-    /// The defaults, overridden by whichever variables are set and non-empty.
+    /// The defaults, overridden by whichever variables are set and non-empty. The namespace is
+    /// `OPERAND_NAMESPACE`, else `OPERATOR_NAMESPACE`, else the default.
     pub fn from_env() -> Settings {
         let mut s = Settings::defaults();
         let set = |target: &mut String, var: &str| {
@@ -52,7 +68,10 @@ impl Settings {
                 }
             }
         };
+        set(&mut s.namespace, "OPERATOR_NAMESPACE");
         set(&mut s.namespace, "OPERAND_NAMESPACE");
+        set(&mut s.pod_name, "HOSTNAME");
+        set(&mut s.pod_name, "POD_NAME");
         set(&mut s.operator_version, "OPERATOR_VERSION");
         set(&mut s.plugins_image, "PLUGINS_IMAGE");
         set(&mut s.multus_image, "MULTUS_IMAGE");
@@ -70,17 +89,21 @@ impl Settings {
         self
     }
 
-    /// The environment variables of the operator's Deployment, with their defaults (deploy/).
-    pub fn env_vars(&self) -> Vec<(&'static str, String)> {
+    /// The environment variables of the operator's Deployment, with their defaults (deploy/):
+    /// the namespaces and the pod name from the downward API, as upstream sets them.
+    pub fn env_vars(&self) -> Vec<(&'static str, EnvValue)> {
+        let literal = |v: &String| EnvValue::Literal(v.clone());
         vec![
-            ("OPERAND_NAMESPACE", self.namespace.clone()),
-            ("OPERATOR_VERSION", self.operator_version.clone()),
-            ("PLUGINS_IMAGE", self.plugins_image.clone()),
-            ("MULTUS_IMAGE", self.multus_image.clone()),
-            ("KUBEMACPOOL_IMAGE", self.kubemacpool_image.clone()),
-            ("MACVTAP_CNI_IMAGE", self.macvtap_cni_image.clone()),
-            ("CNI_BIN_DIR", self.cni_bin_dir.clone()),
-            ("CNI_CONF_DIR", self.cni_conf_dir.clone()),
+            ("OPERATOR_NAMESPACE", EnvValue::Field("metadata.namespace")),
+            ("OPERAND_NAMESPACE", EnvValue::Field("metadata.namespace")),
+            ("POD_NAME", EnvValue::Field("metadata.name")),
+            ("OPERATOR_VERSION", literal(&self.operator_version)),
+            ("PLUGINS_IMAGE", literal(&self.plugins_image)),
+            ("MULTUS_IMAGE", literal(&self.multus_image)),
+            ("KUBEMACPOOL_IMAGE", literal(&self.kubemacpool_image)),
+            ("MACVTAP_CNI_IMAGE", literal(&self.macvtap_cni_image)),
+            ("CNI_BIN_DIR", literal(&self.cni_bin_dir)),
+            ("CNI_CONF_DIR", literal(&self.cni_conf_dir)),
         ]
     }
 }

@@ -23,7 +23,11 @@ fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
     if int_or_string && !ty.is_empty() {
         bad("x-kubernetes-int-or-string with a type");
     }
-    if !["", "object", "array", "string", "integer", "number", "boolean"].contains(&ty) {
+    if ![
+        "", "object", "array", "string", "integer", "number", "boolean",
+    ]
+    .contains(&ty)
+    {
         bad(&format!("unknown type {ty:?}"));
     }
     if s.ref_path.is_some() {
@@ -96,10 +100,15 @@ fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
                     .and_then(|p| p.get(key))
                     .is_some_and(|k| k.default.is_some());
                 if !required && !has_default {
-                    bad(&format!("list-map key {key} neither required nor defaulted"));
+                    bad(&format!(
+                        "list-map key {key} neither required nor defaulted"
+                    ));
                 }
             }
-            if s.x_kubernetes_list_map_keys.as_ref().is_none_or(Vec::is_empty) {
+            if s.x_kubernetes_list_map_keys
+                .as_ref()
+                .is_none_or(Vec::is_empty)
+            {
                 bad("x-kubernetes-list-type: map without keys");
             }
         }

@@ -148,3 +148,50 @@ fn the_operator_may_manage_every_kind_it_renders_and_report_on_its_config() {
     }
     assert!(allows(&rules, "events.k8s.io", "events", "create"));
 }
+
+#[test]
+fn the_operator_is_probed_on_its_metrics_port_and_knows_its_pod_from_the_downward_api() {
+    let files = deploy_files(&Settings::defaults()).expect("generate");
+    let (_, operator) = files
+        .iter()
+        .find(|(n, _)| *n == "operator.yaml")
+        .expect("operator.yaml");
+    let deployment: serde_json::Value = operator
+        .split("---\n")
+        .map(|d| serde_yaml::from_str::<serde_json::Value>(d).expect("yaml"))
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let c = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let port = &c["ports"][0];
+    assert_eq!(port["name"], "metrics");
+    assert_eq!(port["protocol"], "TCP");
+    let number = port["containerPort"].as_i64().expect("a port");
+    let command: Vec<&str> = c["command"]
+        .as_array()
+        .expect("command")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let bind = command
+        .windows(2)
+        .find(|w| w[0] == "--metrics-bind-address")
+        .map(|w| w[1])
+        .expect("--metrics-bind-address");
+    assert_eq!(bind, format!(":{number}"));
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["livenessProbe"]["httpGet"]["port"], "metrics");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["port"], "metrics");
+    let field = |name: &str| {
+        c["env"]
+            .as_array()
+            .expect("env")
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["valueFrom"]["fieldRef"]["fieldPath"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(field("POD_NAME"), "metadata.name");
+    assert_eq!(field("OPERAND_NAMESPACE"), "metadata.namespace");
+    assert_eq!(field("OPERATOR_NAMESPACE"), "metadata.namespace");
+}

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fake_api;
+mod k8s_1_20;
 
 use std::sync::{Arc, Mutex};
 
@@ -1016,6 +1017,15 @@ async fn a_failed_apply_is_degraded_with_a_warning() {
     );
     assert_eq!(h.warnings(), ["Failed: FailedToApply"]);
     assert!(h.fake.configmap(NS, APPLIED_CONFIGMAP).is_none());
+    // one line a human reads: what was done, to which object, and the server's message
+    assert_eq!(
+        degraded.message,
+        format!("apply DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
+    assert_eq!(
+        progressing.message,
+        format!("Retrying: apply DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
 
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("Degraded").await.status, "False");
@@ -1126,20 +1136,28 @@ async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() 
     let h = harness();
     h.create("other", LINUX_BRIDGE).await;
     h.create("cluster", LINUX_BRIDGE).await;
+    let metrics = Arc::new(network_addons_operator::metrics::State::default());
     let controller = tokio::spawn(network_addons_operator::reconcile::run(
         h.client.clone(),
         settings(),
+        metrics.clone(),
     ));
     let mut reconciled = false;
     for _ in 0..100 {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        if h.nac().await.status.is_some() {
+        if h.nac().await.status.is_some() && metrics.is_ready() {
             reconciled = true;
             break;
         }
     }
     controller.abort();
-    assert!(reconciled, "cluster reconciled by the controller");
+    assert!(
+        reconciled,
+        "cluster reconciled by the controller, which is then ready"
+    );
+    assert!(metrics
+        .render()
+        .contains("network_addons_operator_reconcile_total{result=\"success\"} 1\n"));
     assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
     let other = h.configs().get("other").await.unwrap();
     assert!(other.status.is_none());
@@ -1164,4 +1182,159 @@ async fn the_controller_reconciles_cluster_and_watches_its_workloads_by_label() 
         .iter()
         .any(|w| w.path.ends_with("/networkaddonsconfigs")
             && w.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=cluster")));
+}
+
+#[tokio::test]
+async fn a_failed_deletion_of_a_workload_does_not_stop_the_other_deletions() {
+    let h = started("linuxBridge: {}\novs: {}\n").await;
+    h.patch_spec(json!({"linuxBridge": null, "ovs": null}))
+        .await;
+    h.fake
+        .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+    assert!(h.reconcile().await.is_err());
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToDeleteObjects")
+        .await;
+    assert!(
+        !degraded.message.contains("webhook"),
+        "no webhook is involved: {}",
+        degraded.message
+    );
+    // the other component's objects, and the rest of the bridge's, went all the same
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(h.fake.daemonset(NS, OVS_DS).is_none());
+    assert!(h.fake.list("v1", "serviceaccounts").is_empty());
+}
+
+/// No condition message is a debug dump, and each is one line per item.
+fn assert_readable(c: &Condition) {
+    for dump in [
+        "Status {",
+        "Some(",
+        "ApiError",
+        "StatusSummary",
+        "code:",
+        "{ ",
+    ] {
+        assert!(
+            !c.message.contains(dump),
+            "{} message has {dump:?}: {}",
+            c.type_,
+            c.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_condition_of_a_failed_deletion_reads_as_a_sentence() {
+    let h = started("linuxBridge: {}\novs: {}\n").await;
+    h.patch_spec(json!({"linuxBridge": null})).await;
+    h.fake
+        .fail_next("DELETE", &format!("/daemonsets/{BRIDGE_DS}"), 500, 1);
+    assert!(h.reconcile().await.is_err());
+    let degraded = h
+        .expect_condition("Degraded", "True", "FailedToDeleteObjects")
+        .await;
+    assert_eq!(
+        degraded.message,
+        format!("delete DaemonSet {NS}/{BRIDGE_DS}: injected failure")
+    );
+    for t in ["Available", "Progressing", "Degraded"] {
+        assert_readable(&h.condition(t).await);
+    }
+}
+
+#[tokio::test]
+async fn events_are_core_events_in_default_about_the_cluster_scoped_config() {
+    let h = started(LINUX_BRIDGE).await;
+    let events = h.fake.stored_events();
+    assert!(!events.is_empty(), "events recorded");
+    let uid = h.nac().await.metadata.uid.unwrap();
+    for e in &events {
+        assert_eq!(e["metadata"]["namespace"], "default", "{e}");
+        assert!(e.get("eventTime").is_none_or(Value::is_null), "{e}");
+        assert_eq!(e["involvedObject"]["kind"], "NetworkAddonsConfig");
+        assert_eq!(e["involvedObject"]["name"], "cluster");
+        assert_eq!(e["involvedObject"]["uid"], uid.as_str());
+        assert!(e["involvedObject"].get("namespace").is_none());
+        assert_eq!(e["source"]["component"], "network-addons-operator");
+        assert_eq!(e["count"], 1);
+        assert!(e["firstTimestamp"].is_string() && e["lastTimestamp"].is_string());
+    }
+    // nothing was written through the events.k8s.io API
+    assert!(h
+        .fake
+        .requests()
+        .iter()
+        .all(|r| !r.path.starts_with("/apis/events.k8s.io")));
+}
+
+#[tokio::test]
+async fn the_same_event_again_is_counted_on_the_first() {
+    let h = started(LINUX_BRIDGE).await;
+    let invalid = json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}});
+    h.patch_spec(invalid.clone()).await;
+    assert!(h.reconcile().await.is_err());
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(invalid).await;
+    assert!(h.reconcile().await.is_err());
+
+    assert_eq!(
+        h.warnings(),
+        ["Failed: FailedToValidate", "Failed: FailedToValidate"]
+    );
+    let failed: Vec<Value> = h
+        .fake
+        .stored_events()
+        .into_iter()
+        .filter(|e| e["reason"] == "Failed: FailedToValidate")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["count"], 2);
+    assert_eq!(failed[0]["type"], "Warning");
+}
+
+#[tokio::test]
+async fn an_event_deleted_meanwhile_is_recorded_anew() {
+    let h = started(LINUX_BRIDGE).await;
+    let invalid = json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}});
+    h.patch_spec(invalid.clone()).await;
+    assert!(h.reconcile().await.is_err());
+    for e in h.fake.stored_events() {
+        let name = e["metadata"]["name"].as_str().unwrap().to_string();
+        h.fake.remove("v1", "events", "default", &name);
+    }
+    h.patch_spec(json!({"kubeMacPool": null})).await;
+    h.reconcile().await.unwrap();
+    h.patch_spec(invalid).await;
+    assert!(h.reconcile().await.is_err());
+    let failed: Vec<Value> = h
+        .fake
+        .stored_events()
+        .into_iter()
+        .filter(|e| e["reason"] == "Failed: FailedToValidate")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["count"], 1);
+}
+
+#[tokio::test]
+async fn the_metrics_follow_the_config() {
+    let h = started("kubeMacPool: {}\n").await;
+    let metrics = h.ctx.metrics.clone();
+    assert!(metrics
+        .render()
+        .contains("\nkubevirt_cnao_cr_kubemacpool_deployed 1\n"));
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 0\n"));
+    h.set_deployment_ready(MAC_CONTROLLER);
+    h.set_deployment_ready(CERT_MANAGER);
+    h.reconcile().await.unwrap();
+    h.expect_condition("Available", "True", "AsExpected").await;
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 1\n"));
+
+    h.patch_spec(json!({"kubeMacPool": {"rangeStart": "02:00:00:00:00:00"}}))
+        .await;
+    assert!(h.reconcile().await.is_err());
+    assert!(metrics.render().contains("\nkubevirt_cnao_cr_ready 0\n"));
 }

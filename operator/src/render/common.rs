@@ -284,10 +284,14 @@ pub fn field_env(name: &str, field_path: &str) -> EnvVar {
     }
 }
 
+/// A variable set to `value`. An empty one is rendered without `value` (the same empty
+/// variable): the API server does not store an empty string, so applying `value: ""` would
+/// change the object on every apply (Kubernetes 1.20 then writes it and every watcher, the
+/// operator included, hears of it again).
 pub fn value_env(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
-        value: Some(value.to_string()),
+        value: (!value.is_empty()).then(|| value.to_string()),
         value_from: None,
     }
 }

@@ -140,8 +140,11 @@ fn service(ctx: &Ctx) -> Service {
     Service {
         metadata: common::meta(ctx, SERVICE, Some(COMPONENT)),
         spec: Some(ServiceSpec {
+            // Every key of an associative list is set: Kubernetes 1.20's server-side apply does
+            // not default `protocol` and refuses a port without it.
             ports: Some(vec![ServicePort {
                 port: 443,
+                protocol: Some("TCP".to_string()),
                 target_port: Some(IntOrString::Int(WEBHOOK_PORT)),
                 ..ServicePort::default()
             }]),

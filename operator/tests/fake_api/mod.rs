@@ -16,6 +16,12 @@
 //! [`GC_REQUESTS`] requests later. Meanwhile it is listed and read, and an apply updates it
 //! (which is lost when it goes), as on the real server. Any other DELETE removes it at once.
 //!
+//! Kubernetes 1.20's rules that newer servers relaxed are enforced: a server-side apply whose
+//! body has a field 1.20 does not know, or an element of an associative list without one of the
+//! list's keys (a port without `protocol`), is refused as 1.20 refuses it; and an event is
+//! validated as 1.20's `legacyValidateEvent` does (an event with an `eventTime` about a
+//! cluster-scoped object is only accepted in `kube-system`).
+//!
 //! A watch is held open and never sees an event, so a controller started on the fake server
 //! reconciles what its first list returned. Every request is logged (a watch with the method
 //! `WATCH`) so tests can check what the operator did and in which order.
@@ -29,6 +35,8 @@ use http::{Request, Response};
 use kube::client::Body;
 use kube::Client;
 use serde_json::{json, Map, Value};
+
+use crate::k8s_1_20;
 
 /// One request the server answered.
 #[derive(Clone, Debug)]
@@ -505,12 +513,29 @@ impl FakeApi {
             .iter()
             .filter(|s| s.is_event() && (s.method == "POST" || s.method == "PATCH") && s.code < 300)
             .map(|s| {
+                // a PATCH counts an event again: its type and reason are the stored event's
+                let event = match (s.method.as_str(), parse_path(&s.path)) {
+                    ("PATCH", Some(t)) => self
+                        .get(
+                            &t.group_version,
+                            &t.plural,
+                            t.namespace.as_deref().unwrap_or_default(),
+                            t.name.as_deref().unwrap_or_default(),
+                        )
+                        .unwrap_or_default(),
+                    _ => s.body.clone(),
+                };
                 (
-                    s.body["type"].as_str().unwrap_or_default().to_string(),
-                    s.body["reason"].as_str().unwrap_or_default().to_string(),
+                    event["type"].as_str().unwrap_or_default().to_string(),
+                    event["reason"].as_str().unwrap_or_default().to_string(),
                 )
             })
             .collect()
+    }
+
+    /// Every stored core/v1 Event, in all namespaces.
+    pub fn stored_events(&self) -> Vec<Value> {
+        self.list("v1", "events")
     }
 }
 
@@ -588,6 +613,11 @@ impl State {
                 None => not_found(t, name),
             },
             ("POST", None) => {
+                if t.plural == "events" {
+                    if let Some(refused) = invalid_event(t, body) {
+                        return refused;
+                    }
+                }
                 let Some(name) = body["metadata"]["name"].as_str() else {
                     return status(422, "Invalid", "metadata.name: Required value".to_string());
                 };
@@ -648,6 +678,19 @@ impl State {
                         "BadRequest",
                         "the name of the object does not match the name on the URL".to_string(),
                     );
+                }
+                if k8s_1_20::covers(body) {
+                    let problems = k8s_1_20::problems(body);
+                    if !problems.is_empty() {
+                        return status(
+                            500,
+                            "InternalError",
+                            format!(
+                                "failed to create typed patch object: {}",
+                                problems.join("; ")
+                            ),
+                        );
+                    }
                 }
                 let k = key(name);
                 let old = self.objects.get(&k).cloned();
@@ -768,6 +811,37 @@ impl State {
         }
         object
     }
+}
+
+/// Kubernetes 1.20's `legacyValidateEvent`, which every event passes whatever API it is created
+/// through (pkg/apis/core/validation/events.go), on a core/v1 or events.k8s.io event.
+fn invalid_event(t: &Target, body: &Value) -> Option<(u16, Value)> {
+    let namespace = t.namespace.clone().unwrap_or_default();
+    let involved = if t.group_version == "v1" {
+        &body["involvedObject"]
+    } else {
+        &body["regarding"]
+    };
+    let involved_ns = involved["namespace"].as_str().unwrap_or_default();
+    let has_event_time = body["eventTime"].as_str().is_some_and(|s| !s.is_empty());
+    let mismatch = if has_event_time {
+        involved_ns.is_empty() && namespace != "kube-system"
+    } else if involved_ns.is_empty() {
+        !namespace.is_empty() && namespace != "default"
+    } else {
+        namespace != involved_ns
+    };
+    if !mismatch {
+        return None;
+    }
+    let name = body["metadata"]["name"].as_str().unwrap_or_default();
+    Some(status(
+        422,
+        "Invalid",
+        format!(
+            "Event \"{name}\" is invalid: involvedObject.namespace: Invalid value: \"{involved_ns}\": does not match event.namespace"
+        ),
+    ))
 }
 
 /// 409 when the body names a resourceVersion other than the stored one.
