@@ -49,6 +49,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::marker_follows_bridges,
     ),
     (
+        "walkthrough_config_deploys_the_bridge_and_says_nmstate_is_not_deployed",
+        scenarios::operator::walkthrough_config,
+    ),
+    (
         "own_components_reach_available",
         scenarios::operator::own_components_reach_available,
     ),

@@ -138,6 +138,24 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The bridge walkthrough's config (seed 004): multus, linuxBridge, nmstate, `Always`.
+pub fn walkthrough_config(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    ctx.apply_nac("multus: {}\nlinuxBridge: {}\nnmstate: {}\nimagePullPolicy: Always\n")?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    let nac = wait_for("the status to say nmstate is not deployed", Duration::from_secs(90), || {
+        let nac = ctx.nac()?;
+        Ok(nac["status"]["notDeployed"].to_string().contains("nmstate").then_some(nac))
+    })?;
+    let degraded = nac_condition(&nac, "Degraded");
+    check(degraded.as_ref().is_none_or(|c| c["status"] != "True"), || format!("Degraded: {degraded:?}"))?;
+    let multus = ctx.get(&["get", "daemonset", "multus", "-n", NAMESPACE])?;
+    check(multus["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always", || {
+        "multus does not pull Always".into()
+    })
+}
+
 pub fn own_components_reach_available(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
@@ -170,9 +188,16 @@ fn sha256(path: &std::path::Path) -> Result<String> {
 pub fn plugins_land_on_the_node(ctx: &mut Ctx) -> Result<()> {
     let dir = ctx.cluster.cni_bin_dir().to_path_buf();
     let record: Value = serde_json::from_slice(&std::fs::read(dir.join(".cni-installer.json"))?)?;
-    for plugin in ["bridge", "tuning", "ovs"] {
+    // `cnv-bridge` and `cnv-tuning`: the names configs written for the upstream operator use.
+    for (plugin, source) in [
+        ("bridge", "bridge"),
+        ("tuning", "tuning"),
+        ("cnv-bridge", "bridge"),
+        ("cnv-tuning", "tuning"),
+        ("ovs", "ovs"),
+    ] {
         let installed = sha256(&dir.join(plugin))?;
-        let built = sha256(&ctx.repo.join("target/cni-bin").join(plugin))?;
+        let built = sha256(&ctx.repo.join("target/cni-bin").join(source))?;
         check(installed == built, || {
             format!("{plugin} on the node is not the one in our image")
         })?;

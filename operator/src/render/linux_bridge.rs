@@ -16,7 +16,14 @@ pub const DAEMON_SET: &str = "kube-cni-linux-bridge-plugin";
 pub const SERVICE_ACCOUNT: &str = "bridge-marker";
 pub const CLUSTER_ROLE: &str = "bridge-marker-cr";
 pub const CLUSTER_ROLE_BINDING: &str = "bridge-marker-crb";
-pub const PLUGINS: &[&str] = &["bridge", "tuning"];
+/// Also under the names the upstream operator gives them, which NetworkAttachmentDefinitions
+/// written for it use (`"type": "cnv-bridge"`): separate copies of the same binaries.
+pub const PLUGINS: &[&str] = &[
+    "bridge",
+    "tuning",
+    "cnv-bridge=bridge",
+    "cnv-tuning=tuning",
+];
 const SELECTOR: &[(&str, &str)] = &[("name", DAEMON_SET)];
 const COMPONENT: Component = Component::LinuxBridge;
 

@@ -265,7 +265,7 @@ mod tests {
                 "--to",
                 "/host/var/lib/cni/bin",
                 "--plugins",
-                "bridge,tuning",
+                "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning",
                 "--replace-foreign"
             ])
         );
@@ -279,7 +279,7 @@ mod tests {
                 "--to",
                 "/host/var/lib/cni/bin",
                 "--plugins",
-                "bridge,tuning",
+                "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning",
                 "--replace-foreign",
                 "--mark",
                 "linux-bridge"
@@ -293,7 +293,7 @@ mod tests {
                 "--to",
                 "/host/var/lib/cni/bin",
                 "--plugins",
-                "bridge,tuning"
+                "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning"
             ])
         );
         assert_eq!(
