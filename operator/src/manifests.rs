@@ -146,6 +146,8 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
             &["networkaddonsconfigs/finalizers"],
             &["update"],
         ),
+        // The status names the images a component's pods cannot pull.
+        rule(&[""], &["pods"], &["get", "list", "watch"]),
         rule(
             &["", "events.k8s.io"],
             &["events"],

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
@@ -323,8 +323,15 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         .set_kubemacpool_deployed(applied.kube_mac_pool.is_some());
 
     let progressing = progress(ctx, &objects).await?;
-    let hung = ctx.rollouts.observe(&progressing, now);
-    let lines: Vec<String> = progressing.into_iter().map(|(line, _)| line).collect();
+    // A rollout waiting for an image that cannot be pulled is not hung: the status names the
+    // image, and it goes on as soon as the image can be had (a mirror, a registry back up).
+    let tracked: Vec<(String, String)> = progressing
+        .iter()
+        .filter(|p| !p.waiting_for_images)
+        .map(|p| (p.line.clone(), p.fingerprint.clone()))
+        .collect();
+    let hung = ctx.rollouts.observe(&tracked, now);
+    let lines: Vec<String> = progressing.into_iter().map(|p| p.line).collect();
     let health = if lines.is_empty() {
         Health::Available
     } else {
@@ -501,42 +508,90 @@ pub fn prepare(
     Ok(out)
 }
 
-/// The rendered DaemonSets and Deployments still rolling out: a line saying why, and a
-/// fingerprint that changes whenever the object's status or generation does.
-async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<(String, String)>> {
+/// A rendered DaemonSet or Deployment still rolling out.
+struct Progress {
+    /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
+    /// pods cannot pull.
+    line: String,
+    /// Changes whenever the object's status or generation does.
+    fingerprint: String,
+    /// Its pods wait for images that cannot be pulled.
+    waiting_for_images: bool,
+}
+
+/// The rendered DaemonSets and Deployments still rolling out.
+async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
     let mut out = Vec::new();
     for object in objects {
         let id = Identity::of(object);
         if id.api_version != "apps/v1" {
             continue;
         }
-        match id.kind.as_str() {
+        let (line, fingerprint, selector) = match id.kind.as_str() {
             "DaemonSet" => {
                 let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &id.namespace);
                 match api.get_opt(&id.name).await.context(format!("read {id}"))? {
-                    Some(ds) => {
-                        if let Some(line) = status::daemonset_progress(&ds) {
-                            out.push((line, fingerprint(ds.metadata.generation, &ds.status)));
-                        }
-                    }
-                    None => out.push((format!("{id} is missing"), String::new())),
+                    Some(ds) => match status::daemonset_progress(&ds) {
+                        Some(line) => (
+                            line,
+                            fingerprint(ds.metadata.generation, &ds.status),
+                            ds.spec.map(|s| s.selector),
+                        ),
+                        None => continue,
+                    },
+                    None => (format!("{id} is missing"), String::new(), None),
                 }
             }
             "Deployment" => {
                 let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &id.namespace);
                 match api.get_opt(&id.name).await.context(format!("read {id}"))? {
-                    Some(d) => {
-                        if let Some(line) = status::deployment_progress(&d) {
-                            out.push((line, fingerprint(d.metadata.generation, &d.status)));
-                        }
-                    }
-                    None => out.push((format!("{id} is missing"), String::new())),
+                    Some(d) => match status::deployment_progress(&d) {
+                        Some(line) => (
+                            line,
+                            fingerprint(d.metadata.generation, &d.status),
+                            d.spec.map(|s| s.selector),
+                        ),
+                        None => continue,
+                    },
+                    None => (format!("{id} is missing"), String::new(), None),
                 }
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        let problems = match selector.as_ref().and_then(match_labels) {
+            Some(labels) => {
+                let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+                let list = pods
+                    .list(&ListParams::default().labels(&labels))
+                    .await
+                    .context(format!("list the pods of {id}"))?;
+                status::image_pull_problems(&list.items)
+            }
+            None => Vec::new(),
+        };
+        out.push(Progress {
+            line: if problems.is_empty() {
+                line
+            } else {
+                format!("{line}: {}", problems.join(", "))
+            },
+            fingerprint,
+            waiting_for_images: !problems.is_empty(),
+        });
     }
     Ok(out)
+}
+
+/// `a=b,c=d` of a selector made of match labels only (the operator renders no other kind).
+fn match_labels(selector: &LabelSelector) -> Option<String> {
+    let labels = selector.match_labels.as_ref().filter(|l| !l.is_empty())?;
+    Some(
+        labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 fn fingerprint<S: serde::Serialize>(generation: Option<i64>, status: &S) -> String {

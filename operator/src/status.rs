@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams};
@@ -241,6 +242,44 @@ pub fn deployment_progress(d: &Deployment) -> Option<String> {
         return None;
     };
     Some(format!("Deployment {:?} {why}", qualified(d)))
+}
+
+/// Waiting reasons of a container whose image cannot be had.
+const IMAGE_PULL_REASONS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// What keeps `pods` from running because an image cannot be pulled, one entry per image:
+/// `image "quay.io/x@sha256:..." cannot be pulled (ImagePullBackOff)`.
+pub fn image_pull_problems(pods: &[Pod]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut images: Vec<&str> = Vec::new();
+    for pod in pods {
+        let Some(status) = &pod.status else { continue };
+        let statuses = status
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(status.container_statuses.iter().flatten());
+        for c in statuses {
+            let Some(reason) = c
+                .state
+                .as_ref()
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.as_deref())
+            else {
+                continue;
+            };
+            if IMAGE_PULL_REASONS.contains(&reason) && !images.contains(&c.image.as_str()) {
+                images.push(&c.image);
+                out.push(format!("image {:?} cannot be pulled ({reason})", c.image));
+            }
+        }
+    }
+    out
 }
 
 fn qualified<K: kube::Resource>(o: &K) -> String {
@@ -555,6 +594,49 @@ mod tests {
             &report(Health::Available, 0),
         );
         assert!(degraded_anew(&available, "FailedToApply"));
+    }
+
+    fn pod_waiting(init: Option<(&str, &str)>, main: (&str, &str)) -> Pod {
+        let status = |(image, reason): (&str, &str)| {
+            serde_json::json!({"name": "c", "image": image, "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"waiting": {"reason": reason}}})
+        };
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {
+                "initContainerStatuses": init.map(status).into_iter().collect::<Vec<_>>(),
+                "containerStatuses": [status(main)],
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn images_that_cannot_be_pulled_are_named_once_each() {
+        let pods = [
+            pod_waiting(
+                Some(("quay.io/a:1", "ImagePullBackOff")),
+                ("quay.io/b:1", "PodInitializing"),
+            ),
+            pod_waiting(
+                Some(("quay.io/a:1", "ErrImagePull")),
+                ("quay.io/b:1", "PodInitializing"),
+            ),
+            pod_waiting(None, ("quay.io/c:1", "ErrImagePull")),
+        ];
+        assert_eq!(
+            image_pull_problems(&pods),
+            [
+                r#"image "quay.io/a:1" cannot be pulled (ImagePullBackOff)"#,
+                r#"image "quay.io/c:1" cannot be pulled (ErrImagePull)"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn containers_waiting_for_other_reasons_are_no_pull_problem() {
+        let pods = [pod_waiting(None, ("quay.io/b:1", "ContainerCreating"))];
+        assert!(image_pull_problems(&pods).is_empty());
     }
 
     #[test]

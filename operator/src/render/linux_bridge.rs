@@ -18,12 +18,7 @@ pub const CLUSTER_ROLE: &str = "bridge-marker-cr";
 pub const CLUSTER_ROLE_BINDING: &str = "bridge-marker-crb";
 /// Also under the names the upstream operator gives them, which NetworkAttachmentDefinitions
 /// written for it use (`"type": "cnv-bridge"`): separate copies of the same binaries.
-pub const PLUGINS: &[&str] = &[
-    "bridge",
-    "tuning",
-    "cnv-bridge=bridge",
-    "cnv-tuning=tuning",
-];
+pub const PLUGINS: &[&str] = &["bridge", "tuning", "cnv-bridge=bridge", "cnv-tuning=tuning"];
 const SELECTOR: &[(&str, &str)] = &[("name", DAEMON_SET)];
 const COMPONENT: Component = Component::LinuxBridge;
 
