@@ -608,7 +608,7 @@ mod tests {
                 "containerStatuses": [status(main)],
             }
         }))
-        .unwrap()
+        .expect("a valid Pod")
     }
 
     #[test]
