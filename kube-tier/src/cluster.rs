@@ -210,8 +210,11 @@ impl Cluster {
             .args(["--plugins", "bridge,tuning"]))?;
         // containerd brings every sandbox's loopback up through the `loopback` plugin.
         for plugin in ["host-local", "loopback"] {
-            std::fs::copy(Path::new("/usr/lib/cni").join(plugin), self.cni_bin.join(plugin))
-                .with_context(|| format!("copy Debian's {plugin} (containernetworking-plugins)"))?;
+            std::fs::copy(
+                Path::new("/usr/lib/cni").join(plugin),
+                self.cni_bin.join(plugin),
+            )
+            .with_context(|| format!("copy Debian's {plugin} (containernetworking-plugins)"))?;
         }
         let conflist = serde_json::json!({
             "cniVersion": "1.0.0",

@@ -7,7 +7,9 @@ use nix::sys::signal::{SigSet, Signal};
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() != Some("up") {
-        eprintln!("usage: kube-tier up    (as root; after scripts/build-plugins and scripts/kube-build)");
+        eprintln!(
+            "usage: kube-tier up    (as root; after scripts/build-plugins and scripts/kube-build)"
+        );
         return ExitCode::FAILURE;
     }
     // Blocked before any thread exists, so every thread leaves the signals to sigwait.
@@ -19,7 +21,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let repo = kube_tier::repo();
-    let cluster = match kube_tier::kube_bin().and_then(|bin| kube_tier::Cluster::start(&bin, &repo)) {
+    let cluster = match kube_tier::kube_bin().and_then(|bin| kube_tier::Cluster::start(&bin, &repo))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kube-tier: {e:#}");

@@ -256,9 +256,11 @@ impl Ctx {
 
     /// Waits for the object to exist, then `kubectl rollout status`.
     pub fn wait_rollout(&self, kind: &str, name: &str) -> Result<()> {
-        wait_for(&format!("{kind} {name} to exist"), Duration::from_secs(90), || {
-            Ok(self.exists(kind, name, Some(NAMESPACE))?.then_some(()))
-        })?;
+        wait_for(
+            &format!("{kind} {name} to exist"),
+            Duration::from_secs(90),
+            || Ok(self.exists(kind, name, Some(NAMESPACE))?.then_some(())),
+        )?;
         self.kubectl(&[
             "rollout",
             "status",

@@ -144,16 +144,27 @@ pub fn walkthrough_config(ctx: &mut Ctx) -> Result<()> {
     reset(ctx)?;
     ctx.apply_nac("multus: {}\nlinuxBridge: {}\nnmstate: {}\nimagePullPolicy: Always\n")?;
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
-    let nac = wait_for("the status to say nmstate is not deployed", Duration::from_secs(90), || {
-        let nac = ctx.nac()?;
-        Ok(nac["status"]["notDeployed"].to_string().contains("nmstate").then_some(nac))
-    })?;
+    let nac = wait_for(
+        "the status to say nmstate is not deployed",
+        Duration::from_secs(90),
+        || {
+            let nac = ctx.nac()?;
+            Ok(nac["status"]["notDeployed"]
+                .to_string()
+                .contains("nmstate")
+                .then_some(nac))
+        },
+    )?;
     let degraded = nac_condition(&nac, "Degraded");
-    check(degraded.as_ref().is_none_or(|c| c["status"] != "True"), || format!("Degraded: {degraded:?}"))?;
+    check(
+        degraded.as_ref().is_none_or(|c| c["status"] != "True"),
+        || format!("Degraded: {degraded:?}"),
+    )?;
     let multus = ctx.get(&["get", "daemonset", "multus", "-n", NAMESPACE])?;
-    check(multus["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always", || {
-        "multus does not pull Always".into()
-    })
+    check(
+        multus["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always",
+        || "multus does not pull Always".into(),
+    )
 }
 
 pub fn own_components_reach_available(ctx: &mut Ctx) -> Result<()> {

@@ -102,6 +102,7 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
         Ok(n)
     })?;
     check(churn > 0, || "no pod was created during the rollout".into())?;
+    println!("    {churn} pods created and deleted while the new image rolled out");
 
     let installed = sha256(&ctx.cluster.cni_bin_dir().join("bridge"))?;
     check(installed == new_bridge, || {
