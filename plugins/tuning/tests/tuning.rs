@@ -261,3 +261,20 @@ fn status_reports_50_when_the_state_directory_cannot_be_written() {
     expect_failure(&out, "STATUS with an unwritable dataDir");
     assert_eq!(stdout_json(&out)["code"], 50);
 }
+
+#[test]
+fn an_add_whose_result_cannot_be_printed_changes_nothing() {
+    // A 0.2.0 result is made of IP addresses; this prevResult (an L2 attachment's) has none.
+    let a = Attachment::new("tuning-legacy");
+    let before = a.ns.link(IFNAME).expect("net1");
+    let mut conf = a.config(json!({"mtu": 1400, "mac": "02:00:00:00:00:09"}));
+    conf["cniVersion"] = json!("0.2.0");
+    conf["prevResult"] = json!({"cniVersion": "0.2.0", "dns": {}});
+    let out = a.call("ADD", &conf);
+    expect_failure(&out, "ADD in 0.2.0 without addresses");
+    assert_eq!(stdout_json(&out)["code"], 1);
+    let after = a.ns.link(IFNAME).expect("net1");
+    assert_eq!(after.mtu, before.mtu);
+    assert_eq!(after.mac(), before.mac());
+    assert!(a.state_files().is_empty(), "state saved for a refused ADD");
+}
