@@ -1,5 +1,5 @@
 //! The bridge plugin's behaviour on this machine's kernel (no VLAN filtering here: the VLAN
-//! behaviour is specified in netns-tests/tests/bridge_vlan.rs, on the real-kernel tier).
+//! behaviour is specified in vlan_real_kernel.rs, on the real-kernel tier).
 
 mod common;
 
