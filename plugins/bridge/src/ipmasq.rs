@@ -37,7 +37,8 @@ pub fn ipmasq_setup(
         }
         Err(e) => return Err(e),
     }
-    reference_marker(addrs, reference)
+    reference_marker(addrs, reference);
+    Ok(())
 }
 
 /// The network and container the reference plugin names its masquerade chain after.
@@ -49,10 +50,15 @@ pub struct ReferenceNames<'a> {
 /// The reference plugin 1.1 deletes its masquerade rules from iptables on DEL, and with
 /// iptables-nft it fails that DEL when its chain does not exist at all (it does not recognize
 /// the "does not exist" answer). So that a node can switch back to it with pods running, ADD
-/// leaves the empty chain it looks for, IPv4 and IPv6 as the addresses need; DEL and GC remove
-/// it. Nothing to do where iptables is not installed (the reference plugin needs it).
-fn reference_marker(addrs: &[IpNetwork], names: &ReferenceNames) -> Result<()> {
+/// leaves the chain it looks for, IPv4 and IPv6 as the addresses need. Nothing jumps to it; its
+/// one rule, a RETURN, carries the reference plugin's comment, by which GC finds the chain of an
+/// attachment that is gone (DEL finds it by name). Nothing to do where iptables is not installed
+/// (the reference plugin needs it).
+fn reference_marker(addrs: &[IpNetwork], names: &ReferenceNames) {
     let chain = crate::reference::iptables_chain(names.network, names.container_id);
+    let comment = crate::reference::iptables_comment(names.network, names.container_id);
+    // The restore format quotes like the shell's double quotes.
+    let comment = comment.replace('\\', "\\\\").replace('"', "\\\"");
     for (v4, tool) in [(true, "iptables-restore"), (false, "ip6tables-restore")] {
         if !addrs.iter().any(|a| a.is_ipv4() == v4) {
             continue;
@@ -60,14 +66,18 @@ fn reference_marker(addrs: &[IpNetwork], names: &ReferenceNames) -> Result<()> {
         let Some(restore) = find_tool(tool) else {
             continue;
         };
-        // Declaring a chain creates it, or empties it if it is there.
-        run(
-            &restore,
-            &["--noflush", "--wait"],
-            Some(&format!("*nat\n:{chain} - [0:0]\nCOMMIT\n")),
-        )?;
+        // Declaring a chain creates it, or empties it if it is there. It only matters if the node
+        // goes back to the reference plugin: a failure is reported, not fatal.
+        let script = format!(
+            "*nat\n:{chain} - [0:0]\n-A {chain} -m comment --comment \"{comment}\" -j RETURN\nCOMMIT\n"
+        );
+        if let Err(e) = run(&restore, &["--noflush", "--wait"], Some(&script)) {
+            eprintln!(
+                "note: {tool} could not create the chain {chain} that the reference plugin's DEL \
+                 expects: {e}"
+            );
+        }
     }
-    Ok(())
 }
 
 fn setup_script(key: &AttachmentKey, addrs: &[IpNetwork], label: &str) -> String {

@@ -281,13 +281,19 @@ fn iptables_remove(tool: &(&str, &str), lines: &[String], chains: &BTreeSet<Stri
     .map(drop)
 }
 
-/// `<tool> -S` of table nat, one line per chain or rule; None when the tool is not installed.
+/// `<tool> -S` of table nat, one line per chain or rule; None when the tool is not installed, or
+/// cannot read the table (a kernel without IPv6 NAT, for one): then nothing can be in it either.
 fn iptables_nat_lines(tool: &str) -> Result<Option<Vec<String>>> {
     let Some(binary) = find_tool(tool) else {
         return Ok(None);
     };
-    let out = run(&binary, &["--wait", "-t", "nat", "-S"], None)?;
-    Ok(Some(out.lines().map(str::to_string).collect()))
+    match run(&binary, &["--wait", "-t", "nat", "-S"], None) {
+        Ok(out) => Ok(Some(out.lines().map(str::to_string).collect())),
+        Err(e) => {
+            eprintln!("note: {tool} cannot list table nat, so nothing is removed from it: {e}");
+            Ok(None)
+        }
+    }
 }
 
 /// DEL: the container's masquerade chains of this network, IPv4 and IPv6. They are found by

@@ -100,6 +100,40 @@ fn our_del_removes_everything_the_go_bridge_made() {
     assert!(a.ns.link(IFNAME).is_none(), "net1 left in the pod");
     assert_nothing_left(&node, "after our DEL of a Go attachment");
     node.del(&a, &conf);
+    // A node that never ran our spoof check or masquerade gets no table of ours from a DEL.
+    let rules = node.ruleset();
+    assert!(
+        !rules.contains("cni_bridge_spoofchk") && !rules.contains("cni_bridge_masquerade"),
+        "{rules}"
+    );
+}
+
+#[test]
+fn the_iptables_chain_our_add_leaves_for_a_go_del_goes_with_our_del_and_gc() {
+    let node = Node::new("sw-marker");
+    let mut conf = full_config(&node, "brsw8", "10.60.8.0/24");
+    let (a, b) = (node.pod("a"), node.pod("b"));
+    node.add(&a, &conf);
+    node.add(&b, &conf);
+    let chain = |id: &str| format!("CNI-{}", sha512_prefix(&format!("net-brsw8{id}"), 24));
+    let rules = nat_rules(&node, "iptables");
+    assert!(rules.contains(&format!("-N {}", chain(&a.id))), "{rules}");
+    // Nothing jumps there: it changes no traffic.
+    assert!(!rules.contains("-j CNI-"), "{rules}");
+
+    node.del(&a, &conf);
+    assert!(!nat_rules(&node, "iptables").contains(&chain(&a.id)));
+    // b's DEL gets lost: GC finds its chain by the comment of its one rule.
+    b.ns.delete().expect("delete b's netns");
+    conf["cniVersion"] = json!("1.1.0");
+    conf["cni.dev/valid-attachments"] = json!([]);
+    let out = node.call_raw("GC", "", "", "", &conf, "");
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let left: Vec<String> = traces(&node)
+        .into_iter()
+        .filter(|l| !l.starts_with("lease"))
+        .collect();
+    assert!(left.is_empty(), "left after GC:\n{}", left.join("\n"));
 }
 
 #[test]
