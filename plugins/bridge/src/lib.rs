@@ -508,7 +508,10 @@ fn check_attachment(
         )));
     }
     if s.wants_vlans() {
-        check_port_vlans(nl, &host, &bridge, s)?;
+        // The reference plugin before 1.3 keeps the default VLAN on the ports it makes (it has no
+        // preserveDefaultVlan), and our host ends carry our alias.
+        let keeps_default = s.preserve_default_vlan || alias_key(&host) != Some(*key);
+        check_port_vlans(nl, &host, &bridge, s, keeps_default)?;
     }
     if s.spoofchk {
         let mac = container
@@ -523,11 +526,18 @@ fn check_attachment(
     Ok(())
 }
 
-/// The port carries exactly the configured VLANs (plus the default one when preserved).
-fn check_port_vlans(nl: &Netlink, host: &Link, bridge: &Link, s: &Settings) -> Result<()> {
+/// The port carries exactly the configured VLANs, plus the bridge's default one when
+/// `keeps_default`.
+fn check_port_vlans(
+    nl: &Netlink,
+    host: &Link,
+    bridge: &Link,
+    s: &Settings,
+    keeps_default: bool,
+) -> Result<()> {
     let mut want = port_vlans(s);
     let mut have = nl.bridge_vlan_show(host.index)?;
-    if s.preserve_default_vlan {
+    if keeps_default {
         let default = bridge.vlan_default_pvid.unwrap_or(1);
         have.retain(|v| v.vid != default || want.iter().any(|w| w.vid == default));
     }

@@ -19,6 +19,7 @@ fn vlan_tests_pass_on_a_real_kernel() {
         "bridge_vlan_show_matches_the_config_and_check_verifies_it",
         "a_gateway_on_an_access_vlan_lives_on_bridge_dot_vlan",
         "the_walkthrough_vlan_100_pings_across_two_nodes_before_and_after_filtering_is_turned_on",
+        "our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge",
     ] {
         assert!(
             stdout.contains(&format!("test in_guest::{name} ... ok")),
@@ -365,5 +366,44 @@ mod in_guest {
                 .collect();
             assert!(left.is_empty(), "veths left: {left:?}");
         }
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge() {
+        require_guest();
+        // Debian's Go bridge 1.1.1 predates preserveDefaultVlan: its VLAN ports keep VID 1.
+        let node = Node::new("rk-govlan");
+        let conf = config(
+            "brgv",
+            json!({"vlan": 100, "macspoofchk": true, "ipam": {}}),
+        );
+        let a = node.pod("a");
+        let out = node.call_go("ADD", &a, &conf);
+        let result = parse_ok(&out, "Go ADD");
+        let port = host_veth(&result);
+        assert_eq!(
+            port_vlans(&node, &port),
+            vec![(1, false, true), (100, true, true)]
+        );
+        let out = node.check(&a, &conf, &result);
+        assert!(
+            out.status.success(),
+            "{}",
+            netns_tests::describe_output(&out)
+        );
+        // A port that lost its VLAN still fails.
+        node.host
+            .netns()
+            .exec_ok("bridge", &["vlan", "del", "dev", &port, "vid", "100"]);
+        assert_eq!(error_code(&node.check(&a, &conf, &result)), 100);
+        node.del(&a, &conf);
+        node.host
+            .assert_no_new_veths("after our DEL of the Go attachment");
+        assert!(
+            !node.ruleset().contains("cni-br-iface-"),
+            "{}",
+            node.ruleset()
+        );
     }
 }
