@@ -25,7 +25,8 @@
 //!   created up (ENOTCONN), hence the second process. It does not wait for the carrier.
 //! - DEL: `ip link del <veth>`.
 //!
-//! A round runs ADD then DEL for every (contender, bridge) pair, in an order that rotates from
+//! A round runs ADD, an untimed pause of 20 to 70 ms (the attachment settles, as on a node; see
+//! `settle`), then DEL for every (contender, bridge) pair, in an order that rotates from
 //! round to round, so machine noise and drift hit all alike, the 10- and 1000-port cases
 //! included. Prints medians, ratios against the goals and a markdown table; it never fails on a
 //! ratio (machines are noisy): it fails only when a call fails.
@@ -128,6 +129,18 @@ fn fill_bridge(ip: &Path, host: &Ns, count: usize) {
     }
     call(ip, &["-batch", "-"], &[], batch.as_bytes(), host.fd());
     default_ipv6_disabled(host, false);
+}
+
+/// The untimed pause between an ADD and its DEL, 20 to 70 ms, spread evenly over the rounds:
+/// on a node an attachment is deleted long after it was made. The kernel's teardown of a veth
+/// that came up a few milliseconds ago costs differently from that of a settled one (IPv6 and
+/// multicast timers just armed, RCU callbacks in flight), and it waits in whole scheduler ticks,
+/// so deleting right after the ADD would measure when each contender's ADD happened to end
+/// within a tick rather than its DEL. Every contender gets the same sequence of pauses.
+fn settle(round: usize, bridge: usize) -> Duration {
+    // A multiplicative hash of (round, bridge): spread out, and the same for every contender.
+    let x = (round as u64 * 64 + bridge as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    Duration::from_millis(20 + (x >> 32) % 51)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -344,6 +357,7 @@ fn main() {
         };
         for (c, h) in order {
             let add = contenders[c].add(&hosts[h], conf);
+            std::thread::sleep(settle(i, h));
             let del = contenders[c].del(&hosts[h], conf);
             stats[c][h].push(add, del);
         }

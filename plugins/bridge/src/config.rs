@@ -45,6 +45,8 @@ pub struct BridgeConf {
     pub disable_container_interface: bool,
     #[serde(default)]
     pub port_isolation: bool,
+    #[serde(default)]
+    pub vlan_filtering_required: bool,
 }
 
 /// What an ADD must build, resolved and validated.
@@ -68,6 +70,9 @@ pub struct Settings {
     pub enable_dad: bool,
     pub disable_container_interface: bool,
     pub port_isolation: bool,
+    /// Refuse a VLAN config on an existing bridge that does not filter by VLAN, instead of
+    /// programming the port's VLANs and warning that they are not enforced yet.
+    pub vlan_filtering_required: bool,
     pub mac: Option<MacAddr>,
 }
 
@@ -114,6 +119,17 @@ impl Settings {
                 )))
             }
         }
+        // `<bridge>.<vlan>` holds the gateway of an access VLAN: refused now rather than after
+        // the veth and the IPAM lease exist.
+        if let (Some(vid), true) = (vlan, c.is_gateway || c.is_default_gateway) {
+            let name = format!("{bridge}.{vid}");
+            if req.conf.ipam_type().is_some() && name.len() > cni_common::env::MAX_IFNAME_LEN {
+                return Err(Error::invalid_config(format!(
+                    "isGateway with vlan {vid}: the gateway interface name {name} is longer than \
+                     15 characters; use a shorter bridge name"
+                )));
+            }
+        }
         let mac = pick_mac([
             cni_args_mac(&req.cmd.args)?,
             req.conf.args_mac()?,
@@ -137,6 +153,7 @@ impl Settings {
             enable_dad: c.enabledad,
             disable_container_interface: c.disable_container_interface,
             port_isolation: c.port_isolation,
+            vlan_filtering_required: c.vlan_filtering_required,
             mac,
         })
     }

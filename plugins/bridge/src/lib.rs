@@ -7,6 +7,7 @@ pub mod config;
 pub mod gateway;
 pub mod ipmasq;
 pub mod nft;
+pub mod reference;
 pub mod spoofchk;
 pub mod veth;
 pub mod vlan;
@@ -22,13 +23,14 @@ use cni_common::netns::NetNs;
 use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
 use cni_common::sysctl::sysctl_write;
+use cni_common::version::{ResultFormat, SpecVersion};
 use cni_common::{Code, Error, Result};
 use ipnetwork::IpNetwork;
 
-use crate::bridge::ensure_bridge;
+use crate::bridge::{ensure_bridge, unenforced_vlans_warning};
 use crate::config::{BridgeConf, Settings};
 use crate::gateway::{assign_gateways, enable_ip_forward, ensure_addr};
-use crate::ipmasq::{ipmasq_setup, ipmasq_teardown};
+use crate::ipmasq::{ipmasq_setup, ipmasq_teardown, ReferenceNames};
 use crate::spoofchk::{spoofchk_check, spoofchk_setup, spoofchk_teardown};
 use crate::veth::{add_port_veth, alias_key};
 use crate::vlan::{port_vlans, set_port_vlans};
@@ -53,42 +55,53 @@ impl Plugin for Bridge {
 
     fn add(&self, req: &Request<BridgeConf>) -> Result<CniResult> {
         let s = Settings::resolve(req)?;
+        refuse_what_cannot_succeed(req)?;
         let ns = req.open_netns()?;
         let nl = Netlink::current()?;
         let key = attachment_key(req);
         let mut undo = Undo::default();
-        add_attachment(req, &s, &ns, &nl, &key, &mut undo).inspect_err(|_| undo.run(&nl, &key))
+        add_attachment(req, &s, &ns, &nl, &key, &mut undo)
+            .inspect_err(|_| undo.run(&nl, &key, &reference_names(req)))
     }
 
     fn del(&self, req: &Request<BridgeConf>) -> Result<()> {
         let s = Settings::resolve(req)?;
         let nl = Netlink::current()?;
         let key = attachment_key(req);
+        let (container_id, ifname) = (req.cmd.container_id.as_str(), req.cmd.ifname.as_str());
         // The host end is named after the attachment; deleting it takes the container end
         // with it, without entering the container's namespace.
         let host_veth = key.host_veth_name();
-        let mut deleted = false;
+        let mut ours = false;
         if let Some(link) = nl.link_show(&host_veth)? {
             if alias_key(&link) == Some(key) {
                 nl.link_del(link.index)?;
-                deleted = true;
+                ours = true;
             }
         }
-        // An attachment made by another implementation: delete the container end by name.
-        if !deleted {
+        // An attachment made by another implementation (the reference plugin names its host
+        // end at random): delete the container end, which takes the host end with it.
+        if !ours {
             if let Some(ns) = req.open_netns_if_exists()? {
-                let ifname = req.cmd.ifname.as_str();
                 ns.run(|| Netlink::current()?.link_del_by_name(ifname).map(drop))?;
             }
         }
         if let Some(ipam_type) = req.conf.ipam_type() {
             ipam::exec_del(ipam_type, req)?;
         }
+        // What the reference plugin made exists only for an attachment that is not ours, which
+        // is also the case to assume when the namespace (and our veth with it) is gone.
         if s.spoofchk {
             spoofchk_teardown(&key, &host_veth)?;
+            if !ours {
+                reference::spoofchk_teardown(container_id, ifname)?;
+            }
         }
-        if s.ip_masq {
-            ipmasq_teardown(&key)?;
+        if s.ip_masq && req.conf.ipam_type().is_some() {
+            ipmasq_teardown(&key, &reference_names(req))?;
+            if !ours {
+                reference::ipmasq_nft_teardown(&req.conf.name, ifname, container_id)?;
+            }
         }
         Ok(())
     }
@@ -136,10 +149,50 @@ impl Plugin for Bridge {
             spoofchk::TABLE.remove_unless(keep)?;
             ipmasq::TABLE.remove_unless(keep)?;
         }
+        // What the reference plugin left of attachments that are gone.
+        let attachments: Vec<(String, String)> = req
+            .conf
+            .gc_valid_attachments()
+            .iter()
+            .map(|a| (a.container_id.clone(), a.ifname.clone()))
+            .collect();
+        let containers: HashSet<&str> = attachments.iter().map(|(c, _)| c.as_str()).collect();
+        reference::spoofchk_gc(&nl)?;
+        reference::ipmasq_iptables_gc(&req.conf.name, &containers)?;
+        reference::ipmasq_nft_gc(&req.conf.name, &attachments)?;
         if let Some(ipam_type) = req.conf.ipam_type() {
             ipam::exec_gc(ipam_type, req)?;
         }
         Ok(())
+    }
+}
+
+/// What would fail only after the node has changed, refused before anything changes.
+fn refuse_what_cannot_succeed(req: &Request<BridgeConf>) -> Result<()> {
+    match req.conf.ipam_type() {
+        // Results before 0.3.0 are an IPv4 and an IPv6 address: an L2 attachment has none to
+        // print ("cniVersion" "" or missing reads as 0.1.0).
+        None if req.version.result_format() == ResultFormat::Legacy => {
+            let read_as = if req.version == SpecVersion::V0_1_0 {
+                " (what a config without cniVersion, or with \"\", is read as)"
+            } else {
+                ""
+            };
+            Err(Error::incompatible_version(format!(
+                "a result in cniVersion {}{read_as} is made of IP addresses, and an attachment \
+                 without IPAM has none: use cniVersion 0.3.0 or later",
+                req.version.as_str()
+            )))
+        }
+        None => Ok(()),
+        Some(ipam_type) => ipam::find_in_path(ipam_type, &req.cmd.path).map(drop),
+    }
+}
+
+fn reference_names<C>(req: &Request<C>) -> ReferenceNames<'_> {
+    ReferenceNames {
+        network: &req.conf.name,
+        container_id: &req.cmd.container_id,
     }
 }
 
@@ -156,13 +209,13 @@ struct Undo {
 }
 
 impl Undo {
-    fn run(&self, nl: &Netlink, key: &AttachmentKey) {
+    fn run(&self, nl: &Netlink, key: &AttachmentKey, names: &ReferenceNames) {
         let mut failures = Vec::new();
         if let Some(host_veth) = &self.spoofchk {
             failures.extend(spoofchk_teardown(key, host_veth).err());
         }
         if self.ipmasq {
-            failures.extend(ipmasq_teardown(key).err());
+            failures.extend(ipmasq_teardown(key, names).err());
         }
         if let Some(port) = self.port {
             failures.extend(nl.link_del(port).err());
@@ -182,7 +235,10 @@ fn add_attachment(
     undo: &mut Undo,
 ) -> Result<CniResult> {
     let ifname = req.cmd.ifname.as_str();
-    let bridge = ensure_bridge(nl, s)?;
+    let bridge::Bridge {
+        link: bridge,
+        vlans_enforced,
+    } = ensure_bridge(nl, s)?;
     let mac = match s.mac {
         Some(mac) => mac,
         None => MacAddr::random_local()?,
@@ -190,6 +246,9 @@ fn add_attachment(
     let host = add_port_veth(nl, ns, ifname, key, bridge.index, s, mac)?;
     undo.port = Some(host.index);
     set_port_vlans(nl, host.index, &bridge, s)?;
+    if !vlans_enforced {
+        eprintln!("{}", unenforced_vlans_warning(&bridge.name, &host.name, s));
+    }
     nl.bridge_link_set(
         host.index,
         &BridgePort {
@@ -265,7 +324,7 @@ fn add_attachment(
         if s.ip_masq {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
             undo.ipmasq = true;
-            ipmasq_setup(key, &addrs, &label)?;
+            ipmasq_setup(key, &addrs, &label, &reference_names(req))?;
         }
     }
     if let Some(dns) = req.conf.dns.as_ref().filter(|d| !d.is_empty()) {
@@ -287,6 +346,9 @@ fn add_attachment(
     ];
     interfaces.extend(extra_interfaces);
     result.interfaces = interfaces;
+    // Printing the result is the last step that can fail: it must not fail after this call has
+    // returned and nothing can be rolled back any more.
+    result.to_value(req.version)?;
     if let Some(lease) = lease {
         lease.commit();
     }
@@ -446,22 +508,36 @@ fn check_attachment(
         )));
     }
     if s.wants_vlans() {
-        check_port_vlans(nl, &host, &bridge, s)?;
+        // The reference plugin before 1.3 keeps the default VLAN on the ports it makes (it has no
+        // preserveDefaultVlan), and our host ends carry our alias.
+        let keeps_default = s.preserve_default_vlan || alias_key(&host) != Some(*key);
+        check_port_vlans(nl, &host, &bridge, s, keeps_default)?;
     }
     if s.spoofchk {
         let mac = container
             .mac
             .ok_or_else(|| Error::system(format!("{ifname} has no MAC")))?;
-        spoofchk_check(key, &host.name, &mac)?;
+        // Ours, or the reference plugin's for an attachment it made.
+        spoofchk_check(key, &host.name, &mac).or_else(|e| {
+            reference::spoofchk_check(&req.cmd.container_id, ifname, &host.name, &mac)
+                .map_err(|_| e)
+        })?;
     }
     Ok(())
 }
 
-/// The port carries exactly the configured VLANs (plus the default one when preserved).
-fn check_port_vlans(nl: &Netlink, host: &Link, bridge: &Link, s: &Settings) -> Result<()> {
+/// The port carries exactly the configured VLANs, plus the bridge's default one when
+/// `keeps_default`.
+fn check_port_vlans(
+    nl: &Netlink,
+    host: &Link,
+    bridge: &Link,
+    s: &Settings,
+    keeps_default: bool,
+) -> Result<()> {
     let mut want = port_vlans(s);
     let mut have = nl.bridge_vlan_show(host.index)?;
-    if s.preserve_default_vlan {
+    if keeps_default {
         let default = bridge.vlan_default_pvid.unwrap_or(1);
         have.retain(|v| v.vid != default || want.iter().any(|w| w.vid == default));
     }

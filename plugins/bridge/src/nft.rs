@@ -9,27 +9,30 @@ use cni_common::naming::AttachmentKey;
 use cni_common::{Context, Error, Result};
 use serde_json::Value;
 
-/// Where `nft` usually is, for runtimes that call plugins with a PATH without sbin.
-const FALLBACK: &[&str] = &["/usr/sbin/nft", "/sbin/nft"];
+/// Where `nft` and `iptables` usually are, for runtimes that call plugins with a PATH without
+/// sbin.
+const FALLBACK_DIRS: &[&str] = &["/usr/sbin", "/sbin"];
 
-fn nft_binary() -> Result<PathBuf> {
+/// The command `name` on PATH, else in sbin.
+pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
     let in_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("nft"))
-                .collect::<Vec<_>>()
-        })
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
     in_path
         .into_iter()
-        .chain(FALLBACK.iter().map(PathBuf::from))
+        .chain(FALLBACK_DIRS.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            Error::system("the nft command (package nftables) is needed for macspoofchk and ipMasq")
-        })
 }
 
-fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<String> {
+fn nft_binary() -> Result<PathBuf> {
+    find_tool("nft").ok_or_else(|| {
+        Error::system("the nft command (package nftables) is needed for macspoofchk and ipMasq")
+    })
+}
+
+/// Runs `binary args`, with `stdin` written to it; its stdout, or an error with its stderr.
+pub(crate) fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<String> {
     let mut child = Command::new(binary)
         .args(args)
         .stdin(if stdin.is_some() {

@@ -55,22 +55,25 @@ pub fn spoofchk_setup(
     nft_apply(&script)
 }
 
-/// Removes the check; nothing left to remove is not an error (each delete is preceded by an
-/// add of the same object, which makes the transaction idempotent).
+/// Removes the check; nothing left to remove is not an error, and nothing is created (a node
+/// that never ran this plugin's spoof check gets no table from its DEL). The usual case is one
+/// transaction; when part of it is missing, the table is listed and what is left removed.
 pub fn spoofchk_teardown(key: &AttachmentKey, host_veth: &str) -> Result<()> {
     let t = format!("{} {}", TABLE.family, TABLE.table);
     let chain = TABLE.chain(key);
     let port = quoted(host_veth);
     let script = format!(
-        "{declare}\
-         add chain {t} {chain}\n\
-         add element {t} ports {{ {port} : jump {chain} }}\n\
-         delete element {t} ports {{ {port} }}\n\
+        "delete element {t} ports {{ {port} }}\n\
          flush chain {t} {chain}\n\
-         delete chain {t} {chain}\n",
-        declare = declare(),
+         delete chain {t} {chain}\n"
     );
-    nft_apply(&script)
+    match nft_apply(&script) {
+        Ok(()) => Ok(()),
+        Err(e) if e.msg().contains("No such file or directory") => {
+            TABLE.remove_unless(|k| k != key).map(drop)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether the check for this attachment is in place with `mac`.

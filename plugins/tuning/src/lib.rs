@@ -33,6 +33,9 @@ impl Plugin for Tuning {
 
     fn add(&self, req: &Request<TuningConf>) -> Result<CniResult> {
         let prev = req.require_prev_result()?;
+        // The result is prevResult again: if it cannot be printed in the config's version (an
+        // L2 result before 0.3.0), that is known now, before anything changes.
+        prev.to_value(req.version)?;
         let settings = settings(req)?;
         let ns = req.open_netns()?;
         let store = StateDir::ephemeral(&settings.data_dir);

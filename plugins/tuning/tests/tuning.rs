@@ -220,34 +220,116 @@ fn mac_precedence_is_args_cni_over_runtime_config_over_cni_args_over_config() {
     assert_eq!(mac_after_add(&conf), "02:00:00:00:00:04");
 }
 
-#[test]
-fn del_restores_an_attachment_set_up_by_the_reference_plugin() {
-    let a = Attachment::new("tuning-fromgo");
-    let before = a.ns.link(IFNAME).expect("net1");
-    // Debian's Go tuning 1.1.1 speaks up to 1.0.0 and writes its backup in the same directory.
-    let mut conf = a.config(json!({"mtu": 1234, "mac": "02:12:34:56:78:9a"}));
-    conf["cniVersion"] = json!("1.0.0");
-    conf["prevResult"] = a.prev_result("1.0.0");
-    let go = netns_tests::run_plugin(
+/// Debian's Go tuning 1.1.1 (it speaks up to 1.0.0), called like ours, same state directory.
+fn call_go(a: &Attachment, verb: &str, conf: &Value) -> std::process::Output {
+    netns_tests::run_plugin(
         &go_plugin_dir(),
         "tuning",
         &[
-            ("CNI_COMMAND", "ADD"),
+            ("CNI_COMMAND", verb),
             ("CNI_CONTAINERID", &a.container_id),
             ("CNI_NETNS", a.ns.path_str()),
             ("CNI_IFNAME", IFNAME),
             ("CNI_PATH", "/usr/lib/cni"),
         ],
         &conf.to_string(),
-    );
-    expect_success(&go, "Go tuning ADD");
-    assert_eq!(a.ns.link(IFNAME).expect("net1").mtu, Some(1234));
+    )
+}
 
+/// Everything either implementation sets, in a 1.0.0 config; the sysctl value differs from
+/// the current one.
+fn switch_config(a: &Attachment, with_txqlen: bool) -> Value {
+    let fwd = if a.sysctl("net/ipv4/conf/net1/forwarding") == "1" {
+        "0"
+    } else {
+        "1"
+    };
+    let mut conf = a.config(json!({
+        "mtu": 1234, "mac": "02:12:34:56:78:9a", "promisc": true, "allmulti": true,
+        "sysctl": {"net.ipv4.conf.IFNAME.forwarding": fwd}
+    }));
+    if with_txqlen {
+        conf["txQLen"] = json!(4321);
+    }
+    conf["cniVersion"] = json!("1.0.0");
+    conf["prevResult"] = a.prev_result("1.0.0");
+    conf
+}
+
+/// What tuning may change on net1, for before/after comparisons.
+fn link_state(a: &Attachment) -> (Option<String>, Option<u32>, Option<u32>, bool, Value) {
+    let l = a.ns.link(IFNAME).expect("net1");
+    let allmulti = l.flags.iter().any(|f| f == "ALLMULTI");
+    (
+        l.mac(),
+        l.mtu,
+        l.promiscuity,
+        allmulti,
+        l.other["txqlen"].clone(),
+    )
+}
+
+#[test]
+fn our_check_and_del_work_on_state_the_reference_plugin_saved() {
+    let a = Attachment::new("tuning-fromgo");
+    let before = link_state(&a);
+    let fwd_before = a.sysctl("net/ipv4/conf/net1/forwarding");
+    let conf = switch_config(&a, false);
+    let out = call_go(&a, "ADD", &conf);
+    expect_success(&out, "Go tuning ADD");
+    assert_eq!(a.ns.link(IFNAME).expect("net1").mtu, Some(1234));
+    assert_eq!(a.state_files().len(), 1, "Go saved no state");
+
+    let mut check = conf.clone();
+    check["prevResult"] = stdout_json(&out);
+    expect_success(&a.call("CHECK", &check), "our CHECK of the Go attachment");
+    // Its state names no network, and the directory is shared by every network: GC, which is
+    // about one network, cannot tell whose it is and leaves it to DEL.
+    let mut gc = conf.clone();
+    gc["cniVersion"] = json!("1.1.0");
+    gc.as_object_mut().map(|c| c.remove("prevResult"));
+    gc["cni.dev/valid-attachments"] = json!([]);
+    expect_success(&call("GC", "", "", &gc, &[]), "our GC");
+    assert_eq!(
+        a.state_files().len(),
+        1,
+        "GC removed state it cannot attribute"
+    );
     expect_success(&a.call("DEL", &conf), "our DEL");
-    let after = a.ns.link(IFNAME).expect("net1");
-    assert_eq!(after.mtu, before.mtu);
-    assert_eq!(after.mac(), before.mac());
-    assert!(a.state_files().is_empty());
+    assert_eq!(link_state(&a), before, "link attributes not restored");
+    assert!(a.state_files().is_empty(), "state left");
+    // The reference plugin saves no sysctl, so none can be restored: the value it wrote stays
+    // in the pod's namespace (its own DEL leaves it too).
+    assert_ne!(a.sysctl("net/ipv4/conf/net1/forwarding"), fwd_before);
+}
+
+#[test]
+fn the_reference_plugins_check_and_del_work_on_state_we_saved() {
+    let a = Attachment::new("tuning-togo");
+    let (mac, mtu, promisc, allmulti, txqlen) = link_state(&a);
+    let fwd_before = a.sysctl("net/ipv4/conf/net1/forwarding");
+    let conf = switch_config(&a, true);
+    let out = a.call("ADD", &conf);
+    expect_success(&out, "our ADD");
+    let mut check = conf.clone();
+    check["prevResult"] = stdout_json(&out);
+    check.as_object_mut().map(|c| c.remove("txQLen"));
+    // Its CHECK does not replace IFNAME in sysctl keys (fixed in later releases).
+    let sysctl = check["sysctl"]["net.ipv4.conf.IFNAME.forwarding"].clone();
+    check["sysctl"] = json!({"net.ipv4.conf.net1.forwarding": sysctl});
+    expect_success(&call_go(&a, "CHECK", &check), "Go CHECK of our attachment");
+
+    expect_success(&call_go(&a, "DEL", &conf), "Go DEL");
+    let (mac2, mtu2, promisc2, allmulti2, txqlen2) = link_state(&a);
+    assert_eq!(
+        (mac2, mtu2, promisc2, allmulti2),
+        (mac, mtu, promisc, allmulti)
+    );
+    assert!(a.state_files().is_empty(), "the Go DEL kept our state file");
+    // 1.1.1 knows neither txQLen nor saved sysctls: both keep what our ADD set.
+    assert_eq!(txqlen2, json!(4321));
+    assert_ne!(txqlen2, txqlen);
+    assert_ne!(a.sysctl("net/ipv4/conf/net1/forwarding"), fwd_before);
 }
 
 #[test]
@@ -260,4 +342,21 @@ fn status_reports_50_when_the_state_directory_cannot_be_written() {
     let out = call("STATUS", "", "", &conf, &[]);
     expect_failure(&out, "STATUS with an unwritable dataDir");
     assert_eq!(stdout_json(&out)["code"], 50);
+}
+
+#[test]
+fn an_add_whose_result_cannot_be_printed_changes_nothing() {
+    // A 0.2.0 result is made of IP addresses; this prevResult (an L2 attachment's) has none.
+    let a = Attachment::new("tuning-legacy");
+    let before = a.ns.link(IFNAME).expect("net1");
+    let mut conf = a.config(json!({"mtu": 1400, "mac": "02:00:00:00:00:09"}));
+    conf["cniVersion"] = json!("0.2.0");
+    conf["prevResult"] = json!({"cniVersion": "0.2.0", "dns": {}});
+    let out = a.call("ADD", &conf);
+    expect_failure(&out, "ADD in 0.2.0 without addresses");
+    assert_eq!(stdout_json(&out)["code"], 1);
+    let after = a.ns.link(IFNAME).expect("net1");
+    assert_eq!(after.mtu, before.mtu);
+    assert_eq!(after.mac(), before.mac());
+    assert!(a.state_files().is_empty(), "state saved for a refused ADD");
 }

@@ -61,6 +61,26 @@ impl Node {
         conf: &Value,
         args: &str,
     ) -> Output {
+        self.call_plugin(plugin_dir(), verb, id, netns, ifname, conf, args)
+    }
+
+    /// Runs `verb` for `pod` with Debian's Go reference bridge (1.1.1) instead of ours.
+    pub fn call_go(&self, verb: &str, pod: &Pod, conf: &Value) -> Output {
+        let dir = netns_tests::go_plugin_dir();
+        self.call_plugin(&dir, verb, &pod.id, pod.ns.path_str(), IFNAME, conf, "")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call_plugin(
+        &self,
+        dir: &Path,
+        verb: &str,
+        id: &str,
+        netns: &str,
+        ifname: &str,
+        conf: &Value,
+        args: &str,
+    ) -> Output {
         let env = [
             ("CNI_COMMAND", verb),
             ("CNI_CONTAINERID", id),
@@ -69,7 +89,7 @@ impl Node {
             ("CNI_ARGS", args),
             ("CNI_PATH", IPAM_DIR),
         ];
-        run_plugin_in(&self.host, plugin_dir(), "bridge", &env, &conf.to_string())
+        run_plugin_in(&self.host, dir, "bridge", &env, &conf.to_string())
     }
 
     /// ADD that must succeed; its result.

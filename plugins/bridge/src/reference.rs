@@ -1,0 +1,471 @@
+//! What the reference (Go) bridge plugin leaves on a node for an attachment, named exactly as it
+//! names it, so that DEL and GC of this plugin also take down attachments the reference plugin
+//! made: a node switches implementations with its pods running.
+//!
+//! - macspoofchk: table `bridge nat`, base chain `PREROUTING`; per attachment the chains
+//!   `cni-br-iface-<container id>-<ifname>` and `...-mac`, reached from `PREROUTING` by a rule
+//!   `iifname "<host veth>" jump cni-br-iface-...` (pkg/link/spoofcheck.go).
+//! - ipMasq through iptables (every release): in table `nat`, a chain
+//!   `CNI-<24 hex digits of sha512(network + container id)>` and a `POSTROUTING` rule
+//!   `-s <ip> -j <chain>`, all with the comment `name: "<network>" id: "<container id>"`, for
+//!   IPv4 and IPv6 alike (pkg/ip/ipmasq_iptables_linux.go).
+//! - ipMasq through nftables (releases from 1.6): table `inet cni_plugins_masquerade`, one rule
+//!   per address in chain `masq_checks`, its comment starting with
+//!   `<16 hex of sha512(network)>-<16 hex of sha512(ifname:container id)>`
+//!   (pkg/ip/ipmasq_nftables_linux.go).
+//!
+//! The tables and base chains the reference plugin shares between attachments stay, as its own
+//! DEL leaves them: `bridge nat` is also where ebtables-nft keeps its nat table.
+
+use std::collections::{BTreeSet, HashSet};
+
+use cni_common::netlink::Netlink;
+use cni_common::Result;
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+use crate::nft::{find_tool, nft_apply, nft_available, nft_list_table, run};
+
+fn sha512_hex(text: &str) -> String {
+    Sha512::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// macspoofchk
+
+const SPOOF_FAMILY: &str = "bridge";
+const SPOOF_TABLE: &str = "nat";
+const SPOOF_BASE_CHAIN: &str = "PREROUTING";
+const SPOOF_CHAIN_PREFIX: &str = "cni-br-iface-";
+
+/// The attachment's first chain; the second one is this plus `-mac`.
+pub fn spoofchk_chain(container_id: &str, ifname: &str) -> String {
+    format!("{SPOOF_CHAIN_PREFIX}{container_id}-{ifname}")
+}
+
+/// A rule of `PREROUTING` that sends a port's frames to an attachment's chain.
+struct SpoofJump {
+    handle: u64,
+    port: Option<String>,
+    target: String,
+}
+
+fn spoof_jumps(objects: &[Value]) -> Vec<SpoofJump> {
+    objects
+        .iter()
+        .filter_map(|o| o.get("rule"))
+        .filter(|r| r.get("chain").and_then(Value::as_str) == Some(SPOOF_BASE_CHAIN))
+        .filter_map(|r| {
+            let exprs = r.get("expr")?.as_array()?;
+            let target = exprs
+                .iter()
+                .find_map(|e| e.get("jump")?.get("target")?.as_str())?;
+            if !target.starts_with(SPOOF_CHAIN_PREFIX) {
+                return None;
+            }
+            let port = exprs.iter().find_map(|e| {
+                let m = e.get("match")?;
+                (m.get("left")?.get("meta")?.get("key")?.as_str()? == "iifname")
+                    .then(|| m.get("right")?.as_str().map(str::to_string))?
+            });
+            Some(SpoofJump {
+                handle: r.get("handle")?.as_u64()?,
+                port,
+                target: target.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// One transaction that removes the attachments' chains (given by their first chain) and the
+/// rules jumping to them; empty when none of it exists.
+fn spoof_removal(objects: &[Value], chains: &BTreeSet<String>) -> String {
+    let t = format!("{SPOOF_FAMILY} {SPOOF_TABLE}");
+    let mut script = String::new();
+    for jump in spoof_jumps(objects) {
+        if chains.contains(&jump.target) {
+            script += &format!(
+                "delete rule {t} {SPOOF_BASE_CHAIN} handle {}\n",
+                jump.handle
+            );
+        }
+    }
+    let existing: HashSet<String> = crate::nft::chain_names(objects).into_iter().collect();
+    let mut doomed = Vec::new();
+    for chain in chains {
+        doomed.extend([chain.clone(), format!("{chain}-mac")]);
+    }
+    // Container IDs and interface names are made of these; nft takes chain names bare.
+    let bare = |c: &String| {
+        c.chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+    };
+    doomed.retain(|c| existing.contains(c) && bare(c));
+    for chain in &doomed {
+        script += &format!("flush chain {t} {chain}\n");
+    }
+    for chain in &doomed {
+        script += &format!("delete chain {t} {chain}\n");
+    }
+    script
+}
+
+/// DEL: the attachment's spoof check, when the reference plugin made one.
+pub fn spoofchk_teardown(container_id: &str, ifname: &str) -> Result<()> {
+    if !nft_available() {
+        return Ok(());
+    }
+    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    let chains = BTreeSet::from([spoofchk_chain(container_id, ifname)]);
+    let script = spoof_removal(&objects, &chains);
+    if script.is_empty() {
+        return Ok(());
+    }
+    nft_apply(&script)
+}
+
+/// GC: the spoof checks whose port no longer exists. The reference plugin's names carry no
+/// network, so the port is what tells a dead attachment: a veth goes with its namespace.
+pub fn spoofchk_gc(nl: &Netlink) -> Result<()> {
+    if !nft_available() {
+        return Ok(());
+    }
+    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    let mut dead = BTreeSet::new();
+    for jump in spoof_jumps(&objects) {
+        let gone = match &jump.port {
+            Some(port) => nl.link_show(port)?.is_none(),
+            None => false,
+        };
+        if gone {
+            dead.insert(jump.target);
+        }
+    }
+    let script = spoof_removal(&objects, &dead);
+    if script.is_empty() {
+        return Ok(());
+    }
+    nft_apply(&script)
+}
+
+/// CHECK: the attachment's spoof check as the reference plugin made it, for port `host_veth` and
+/// `mac`.
+pub fn spoofchk_check(
+    container_id: &str,
+    ifname: &str,
+    host_veth: &str,
+    mac: &cni_common::mac::MacAddr,
+) -> Result<()> {
+    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    let chain = spoofchk_chain(container_id, ifname);
+    let jumped = spoof_jumps(&objects)
+        .iter()
+        .any(|j| j.target == chain && j.port.as_deref() == Some(host_veth));
+    let mac_chain = format!("{chain}-mac");
+    let mac_text = mac.to_string();
+    let allows_mac = objects.iter().filter_map(|o| o.get("rule")).any(|r| {
+        r.get("chain").and_then(Value::as_str) == Some(mac_chain.as_str())
+            && r.to_string().contains(&mac_text)
+    });
+    if !jumped || !allows_mac {
+        return Err(cni_common::Error::system(format!(
+            "macspoofchk: no rule for port {host_veth} allowing {mac}"
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// ipMasq through iptables
+
+/// `CNI-` and 24 hex digits: the chain of one container's masquerade rules.
+pub fn iptables_chain(network: &str, container_id: &str) -> String {
+    let hash = sha512_hex(&format!("{network}{container_id}"));
+    format!("CNI-{}", &hash[..24])
+}
+
+/// The comment on each of its rules (Go's `%q`, which for these names is plain quoting).
+pub fn iptables_comment(network: &str, container_id: &str) -> String {
+    format!("name: {network:?} id: {container_id:?}")
+}
+
+/// The two tools, each with its restore companion.
+const IPTABLES: [(&str, &str); 2] = [
+    ("iptables", "iptables-restore"),
+    ("ip6tables", "ip6tables-restore"),
+];
+
+/// One line of `iptables -S` split into words; quoted words lose their quotes and escapes.
+fn save_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        if c == '"' {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => word.extend(chars.next()),
+                    '"' => break,
+                    c => word.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+        }
+        words.push(word);
+    }
+    words
+}
+
+/// The value following `flag` among a rule's words.
+fn word_after<'a>(words: &'a [String], flag: &str) -> Option<&'a str> {
+    let at = words.iter().position(|w| w == flag)?;
+    words.get(at + 1).map(String::as_str)
+}
+
+/// `name: "N" id: "C"` read back.
+fn parse_comment(comment: &str) -> Option<(String, String)> {
+    let words = save_words(comment);
+    match words.as_slice() {
+        [name, network, id, container] if name == "name:" && id == "id:" => {
+            Some((network.clone(), container.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// Removes `chains` from table nat with `tool`, given `tool -S`'s lines: the POSTROUTING rules
+/// jumping to them, then the chains, in one `iptables-restore` transaction.
+fn iptables_remove(tool: &(&str, &str), lines: &[String], chains: &BTreeSet<String>) -> Result<()> {
+    let mut script = String::new();
+    for line in lines {
+        let words = save_words(line);
+        if words.first().map(String::as_str) == Some("-A")
+            && words.get(1).map(String::as_str) == Some("POSTROUTING")
+            && word_after(&words, "-j").is_some_and(|j| chains.contains(j))
+        {
+            // A line of `-S` is in the restore format already.
+            script += &format!("-D{}\n", &line[2..]);
+        }
+    }
+    for chain in chains {
+        if lines.iter().any(|l| l == &format!("-N {chain}")) {
+            script += &format!("-F {chain}\n-X {chain}\n");
+        }
+    }
+    if script.is_empty() {
+        return Ok(());
+    }
+    let restore = find_tool(tool.1).ok_or_else(|| {
+        cni_common::Error::system(format!("{} is needed to remove {chains:?}", tool.1))
+    })?;
+    run(
+        &restore,
+        &["--noflush", "--wait"],
+        Some(&format!("*nat\n{script}COMMIT\n")),
+    )
+    .map(drop)
+}
+
+/// `<tool> -S` of table nat, one line per chain or rule; None when the tool is not installed, or
+/// cannot read the table (a kernel without IPv6 NAT, for one): then nothing can be in it either.
+fn iptables_nat_lines(tool: &str) -> Result<Option<Vec<String>>> {
+    let Some(binary) = find_tool(tool) else {
+        return Ok(None);
+    };
+    match run(&binary, &["--wait", "-t", "nat", "-S"], None) {
+        Ok(out) => Ok(Some(out.lines().map(str::to_string).collect())),
+        Err(e) => {
+            eprintln!("note: {tool} cannot list table nat, so nothing is removed from it: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// DEL: the container's masquerade chains of this network, IPv4 and IPv6. They are found by
+/// name, so this works without the container's addresses (the reference plugin needs them, and
+/// leaks the rules when the namespace went first).
+pub fn ipmasq_iptables_teardown(network: &str, container_id: &str) -> Result<()> {
+    let chains = BTreeSet::from([iptables_chain(network, container_id)]);
+    for tool in &IPTABLES {
+        if let Some(lines) = iptables_nat_lines(tool.0)? {
+            iptables_remove(tool, &lines, &chains)?;
+        }
+    }
+    Ok(())
+}
+
+/// GC: the masquerade chains of this network's containers that the runtime no longer lists.
+pub fn ipmasq_iptables_gc(network: &str, valid_containers: &HashSet<&str>) -> Result<()> {
+    for tool in &IPTABLES {
+        let Some(lines) = iptables_nat_lines(tool.0)? else {
+            continue;
+        };
+        let mut dead = BTreeSet::new();
+        for line in &lines {
+            let words = save_words(line);
+            let Some((net, container)) = word_after(&words, "--comment").and_then(parse_comment)
+            else {
+                continue;
+            };
+            if net != network || valid_containers.contains(container.as_str()) {
+                continue;
+            }
+            // The comment alone is not proof: the chain must be the one named after it.
+            let chain = iptables_chain(&net, &container);
+            let in_chain = words.get(1).map(String::as_str) == Some(chain.as_str());
+            if in_chain || word_after(&words, "-j") == Some(chain.as_str()) {
+                dead.insert(chain);
+            }
+        }
+        if !dead.is_empty() {
+            iptables_remove(tool, &lines, &dead)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// ipMasq through nftables
+
+const MASQ_FAMILY: &str = "inet";
+const MASQ_TABLE: &str = "cni_plugins_masquerade";
+const MASQ_CHAIN: &str = "masq_checks";
+
+fn masq_network_hash(network: &str) -> String {
+    sha512_hex(network)[..16].to_string()
+}
+
+/// The start of the comment of each of the attachment's rules.
+pub fn masq_instance_hash(network: &str, ifname: &str, container_id: &str) -> String {
+    format!(
+        "{}-{}",
+        masq_network_hash(network),
+        &sha512_hex(&format!("{ifname}:{container_id}"))[..16]
+    )
+}
+
+/// Deletes, in one transaction, the rules of `masq_checks` whose comment `doomed` accepts.
+fn masq_remove(doomed: impl Fn(&str) -> bool) -> Result<()> {
+    if !nft_available() {
+        return Ok(());
+    }
+    let objects = nft_list_table(MASQ_FAMILY, MASQ_TABLE)?;
+    let mut script = String::new();
+    for rule in objects.iter().filter_map(|o| o.get("rule")) {
+        if rule.get("chain").and_then(Value::as_str) != Some(MASQ_CHAIN) {
+            continue;
+        }
+        let (Some(comment), Some(handle)) = (
+            rule.get("comment").and_then(Value::as_str),
+            rule.get("handle").and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        if doomed(comment) {
+            script +=
+                &format!("delete rule {MASQ_FAMILY} {MASQ_TABLE} {MASQ_CHAIN} handle {handle}\n");
+        }
+    }
+    if script.is_empty() {
+        return Ok(());
+    }
+    nft_apply(&script)
+}
+
+/// DEL: the attachment's masquerade rules, when a reference plugin with the nftables backend
+/// made them.
+pub fn ipmasq_nft_teardown(network: &str, ifname: &str, container_id: &str) -> Result<()> {
+    let hash = masq_instance_hash(network, ifname, container_id);
+    masq_remove(|comment| comment.starts_with(&hash))
+}
+
+/// GC: this network's masquerade rules of attachments the runtime no longer lists.
+pub fn ipmasq_nft_gc(network: &str, valid: &[(String, String)]) -> Result<()> {
+    let prefix = format!("{}-", masq_network_hash(network));
+    let keep: HashSet<String> = valid
+        .iter()
+        .map(|(container_id, ifname)| masq_instance_hash(network, ifname, container_id))
+        .collect();
+    masq_remove(|comment| {
+        comment.starts_with(&prefix)
+            && !keep.contains(comment.get(..prefix.len() + 16).unwrap_or(comment))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_follow_the_reference_plugin() {
+        // The digits are `printf net1c1 | sha512sum` and so on.
+        assert_eq!(iptables_chain("net1", "c1"), "CNI-c2d892b58e87e28a12fe6479");
+        assert_eq!(iptables_comment("net1", "c1"), r#"name: "net1" id: "c1""#);
+        assert_eq!(spoofchk_chain("c1", "net1"), "cni-br-iface-c1-net1");
+        assert_eq!(
+            masq_instance_hash("net1", "eth0", "c1"),
+            "8e48f37d5de60467-f4d01f2ef4b92245"
+        );
+    }
+
+    #[test]
+    fn sha512_is_the_standard_one() {
+        assert_eq!(&sha512_hex("abc")[..32], "ddaf35a193617abacc417349ae204131");
+    }
+
+    #[test]
+    fn iptables_save_lines_split_with_their_quoted_comment() {
+        let line = r#"-A POSTROUTING -s 10.1.0.2/32 -m comment --comment "name: \"n\" id: \"c\"" -j CNI-abc"#;
+        let words = save_words(line);
+        assert_eq!(word_after(&words, "-j"), Some("CNI-abc"));
+        let comment = word_after(&words, "--comment").expect("comment");
+        assert_eq!(
+            parse_comment(comment),
+            Some(("n".to_string(), "c".to_string()))
+        );
+    }
+
+    #[test]
+    fn spoof_jumps_are_read_from_the_listing() {
+        let objects = vec![
+            json!({"rule": {"chain": "PREROUTING", "handle": 7, "expr": [
+                {"match": {"op": "==", "left": {"meta": {"key": "iifname"}}, "right": "veth1"}},
+                {"jump": {"target": "cni-br-iface-c1-net1"}}]}}),
+            json!({"rule": {"chain": "PREROUTING", "handle": 8, "expr": [
+                {"jump": {"target": "someone-else"}}]}}),
+            json!({"chain": {"name": "cni-br-iface-c1-net1"}}),
+            json!({"chain": {"name": "cni-br-iface-c1-net1-mac"}}),
+        ];
+        let jumps = spoof_jumps(&objects);
+        assert_eq!(jumps.len(), 1);
+        assert_eq!(jumps[0].port.as_deref(), Some("veth1"));
+        let script = spoof_removal(
+            &objects,
+            &BTreeSet::from(["cni-br-iface-c1-net1".to_string()]),
+        );
+        assert_eq!(
+            script,
+            "delete rule bridge nat PREROUTING handle 7\n\
+             flush chain bridge nat cni-br-iface-c1-net1\n\
+             flush chain bridge nat cni-br-iface-c1-net1-mac\n\
+             delete chain bridge nat cni-br-iface-c1-net1\n\
+             delete chain bridge nat cni-br-iface-c1-net1-mac\n"
+        );
+    }
+}
