@@ -106,21 +106,7 @@ pub fn tail(path: &Path, lines: usize) -> String {
 
 /// Runs a command to completion; its stdout on success, an error with its stderr otherwise.
 pub fn run(cmd: &mut Command) -> Result<String> {
-    cmd.envs(ENV.iter().copied()).stdin(Stdio::null());
-    let out = cmd
-        .output()
-        .with_context(|| format!("run {:?}", cmd.get_program()))?;
-    if !out.status.success() {
-        bail!(
-            "{:?} {:?} failed ({}): {}{}",
-            cmd.get_program(),
-            cmd.get_args().collect::<Vec<_>>(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim(),
-            String::from_utf8_lossy(&out.stdout).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    run_with_stdin(cmd, &[])
 }
 
 /// Polls `cond` every 200 ms until it returns `Some`, or fails after `timeout` naming `what`.
