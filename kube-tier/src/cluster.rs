@@ -33,6 +33,7 @@ pub struct Cluster {
     node: Node,
     ovs: Option<Ovs>,
     started: Instant,
+    torn_down: bool,
 }
 
 impl Cluster {
@@ -67,6 +68,7 @@ impl Cluster {
             node,
             ovs: None,
             started,
+            torn_down: false,
         };
         // From here on, a failure drops the cluster: teardown undoes what was started.
         std::fs::create_dir_all(cluster.base.join("logs"))?;
@@ -416,8 +418,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         crate::daemon::tail(&self.base.join("logs").join(format!("{name}.log")), lines)
     }
 
-    /// Stops everything; returns what could not be cleaned up.
+    /// Stops everything; returns what could not be cleaned up. Runs once: later calls (and the
+    /// drop after an explicit call) do nothing.
     pub fn teardown(&mut self) -> Vec<String> {
+        if std::mem::replace(&mut self.torn_down, true) {
+            return Vec::new();
+        }
         let mut errors = Vec::new();
         // Workloads first, so the kubelet runs every CNI DEL while the plugins are still there.
         let _ = self.kubectl(&[

@@ -45,14 +45,6 @@ impl Daemon {
         &self.name
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    pub fn log(&self) -> &Path {
-        &self.log
-    }
-
     /// Fails, with the end of its log, when the process has exited.
     pub fn check_running(&mut self) -> Result<()> {
         if let Some(status) = self.child.try_wait()? {

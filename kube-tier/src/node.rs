@@ -100,20 +100,6 @@ impl Node {
         Ok(())
     }
 
-    /// Runs `cmd` in the host's namespace instead of the node's.
-    pub fn in_host(&self, cmd: &mut Command) -> Result<String> {
-        let mut nsenter = Command::new("nsenter");
-        nsenter
-            .arg(format!("--net=/proc/{}/fd/{}", std::process::id(), {
-                use std::os::fd::AsRawFd;
-                self.host_ns.as_raw_fd()
-            }))
-            .arg("--")
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        run(&mut nsenter)
-    }
-
     /// What the cluster left outside its directory: the sandboxes' namespaces, the cgroups, the
     /// sysctls; then the namespace itself. Every step runs; the errors are returned together.
     pub fn teardown(&mut self) -> Vec<String> {

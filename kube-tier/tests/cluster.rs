@@ -150,7 +150,6 @@ fn main() -> ExitCode {
         }
     }
     let errors = ctx.cluster.teardown();
-    std::mem::forget(ctx);
     if !errors.is_empty() {
         failed += 1;
         println!(
