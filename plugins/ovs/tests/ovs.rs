@@ -264,21 +264,7 @@ fn gc_removes_a_port_left_by_a_killed_add() {
     let node = OvsNode::start("ovs-gckill");
     let pod = Pod::new("ovs-gckill-pod");
     let name = pod.host_veth();
-    node.host.netns().exec_ok(
-        "ip",
-        &[
-            "link",
-            "add",
-            &name,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            IFNAME,
-            "netns",
-            pod.ns.name(),
-        ],
-    );
+    node.add_veth(&name, &pod);
     let attachment = format!(
         "external_ids:cni-attachment=\"{}/{IFNAME}\"",
         pod.container_id

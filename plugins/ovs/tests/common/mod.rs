@@ -227,6 +227,26 @@ impl OvsNode {
 
     /// Waits until the host veth `name` is gone (a deleted namespace takes its veths down in
     /// the background).
+    /// `ip link add HOST type veth peer name IFNAME netns <pod>`: a pair as an ADD makes one,
+    /// its host end still down and in no bridge.
+    pub fn add_veth(&self, host: &str, pod: &Pod) {
+        self.host.netns().exec_ok(
+            "ip",
+            &[
+                "link",
+                "add",
+                host,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                IFNAME,
+                "netns",
+                pod.ns.name(),
+            ],
+        );
+    }
+
     pub fn wait_veth_gone(&self, name: &str) {
         assert!(
             netns_tests::wait_for(Duration::from_secs(10), || self.host.link(name).is_none()),

@@ -33,21 +33,7 @@ pub fn add(node: &OvsNode, pod: &Pod, vlan: Option<u16>, pod_uid: &str) -> GoAtt
     write_cache(node, &pod.container_id, &conf, false);
 
     let port = random_veth_name();
-    node.host.netns().exec_ok(
-        "ip",
-        &[
-            "link",
-            "add",
-            &port,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            IFNAME,
-            "netns",
-            pod.ns.name(),
-        ],
-    );
+    node.add_veth(&port, pod);
     node.host
         .netns()
         .exec_ok("ip", &["link", "set", &port, "up"]);
