@@ -80,46 +80,130 @@ impl Code {
     }
 }
 
-/// A CNI error: code, message (with context, outermost first) and optional details.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    code: Code,
-    msg: String,
-    details: Option<String>,
+/// A CNI error: what failed, with the chain of what we were doing around it.
+///
+/// The CNI code comes from the variant (and from the innermost error of a chain), so the code a
+/// runtime sees is decided where the failure happened, not where it was last described.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A failure we describe ourselves, with the code that classifies it.
+    #[error("{msg}{}", details.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Message {
+        code: Code,
+        msg: String,
+        details: Option<String>,
+    },
+    /// What we were doing when `source` failed: "setting mtu of eth0: <cause>".
+    #[error("{context}: {source}")]
+    Wrapped {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
+    /// A system call or file operation failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A kernel interface (a /proc/sys file, an ioctl) refused: a host failure, not an I/O one.
+    #[error("{context}: {source}")]
+    Kernel {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A system call made through nix failed.
+    #[error("{}", .0.desc())]
+    Nix(#[from] nix::Error),
+    /// The kernel refused a netlink request: its errno, and the extended ack's text if any.
+    #[error("{}{}", std::io::Error::from_raw_os_error(*errno), detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Netlink { errno: i32, detail: Option<String> },
+    /// Several steps of a teardown failed; the first one's code is the code.
+    #[error("{} teardown steps failed: {}", .0.len(), .0.iter().map(Error::msg).collect::<Vec<_>>().join("; "))]
+    Several(Vec<Error>),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn new(code: Code, msg: impl Into<String>) -> Self {
-        Error {
+        Error::Message {
             code,
             msg: msg.into(),
             details: None,
         }
     }
 
-    pub fn with_details(mut self, details: impl Into<String>) -> Self {
-        self.details = Some(details.into());
-        self
+    /// Says what we were doing when `source` failed; the code stays the source's.
+    pub fn wrap(context: impl fmt::Display, source: impl Into<Error>) -> Self {
+        Error::Wrapped {
+            context: context.to_string(),
+            source: Box::new(source.into()),
+        }
     }
 
-    /// Prefixes the message with what we were doing: "setting mtu of eth0: <cause>".
-    pub fn context(mut self, ctx: impl fmt::Display) -> Self {
-        self.msg = format!("{ctx}: {}", self.msg);
-        self
+    /// Adds the spec's `details` to the innermost message (ignored on other variants, which
+    /// carry their own).
+    pub fn with_details(self, with: impl Into<String>) -> Self {
+        match self {
+            Error::Message { code, msg, .. } => Error::Message {
+                code,
+                msg,
+                details: Some(with.into()),
+            },
+            Error::Wrapped { context, source } => Error::Wrapped {
+                context,
+                source: Box::new(source.with_details(with)),
+            },
+            other => other,
+        }
     }
 
     pub fn code(&self) -> Code {
-        self.code
+        match self {
+            Error::Message { code, .. } => *code,
+            Error::Wrapped { source, .. } => source.code(),
+            Error::Io(_) => Code::Io,
+            Error::Kernel { .. } | Error::Nix(_) | Error::Netlink { .. } => Code::System,
+            Error::Several(errors) => errors.first().map_or(Code::System, Error::code),
+        }
     }
 
-    pub fn msg(&self) -> &str {
-        &self.msg
+    /// The whole chain in one line, outermost first, without the details: the spec's `msg`.
+    pub fn msg(&self) -> String {
+        match self {
+            Error::Message { msg, .. } => msg.clone(),
+            Error::Wrapped { context, source } => format!("{context}: {}", source.msg()),
+            other => other.to_string(),
+        }
     }
 
+    /// The spec's `details`, from the innermost message.
     pub fn details(&self) -> Option<&str> {
-        self.details.as_deref()
+        match self {
+            Error::Message { details, .. } => details.as_deref(),
+            Error::Wrapped { source, .. } => source.details(),
+            _ => None,
+        }
+    }
+
+    /// The kernel's errno when the root cause is a system call or netlink request, 0 otherwise:
+    /// lets callers tell "already exists" from a real failure without reading messages.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Wrapped { source, .. } => source.errno(),
+            Error::Io(e) | Error::Kernel { source: e, .. } => e.raw_os_error().unwrap_or(0),
+            Error::Nix(e) => *e as i32,
+            Error::Netlink { errno, .. } => *errno,
+            Error::Several(errors) => errors.first().map_or(0, Error::errno),
+            Error::Message { .. } => 0,
+        }
+    }
+
+    /// A kernel interface refused what we asked: code 100, with the OS error as the source.
+    pub fn kernel(context: impl fmt::Display, source: std::io::Error) -> Self {
+        Error::Kernel {
+            context: context.to_string(),
+            source,
+        }
     }
 
     pub fn invalid_config(msg: impl Into<String>) -> Self {
@@ -157,55 +241,16 @@ impl Error {
             #[serde(skip_serializing_if = "Option::is_none")]
             details: Option<&'a str>,
         }
+        let msg = self.msg();
         let wire = Wire {
             cni_version: cni_version.filter(|v| !v.is_empty()),
-            code: self.code.as_u32(),
-            msg: &self.msg,
-            details: self.details.as_deref(),
+            code: self.code().as_u32(),
+            msg: &msg,
+            details: self.details(),
         };
         // Serializing a struct of strings and an integer cannot fail.
         serde_json::to_string(&wire)
             .unwrap_or_else(|_| format!("{{\"code\":{},\"msg\":\"internal error\"}}", wire.code))
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.msg)?;
-        if let Some(d) = &self.details {
-            write!(f, " ({d})")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::new(Code::Io, e.to_string())
-    }
-}
-
-impl From<nix::Error> for Error {
-    fn from(e: nix::Error) -> Self {
-        Error::new(Code::System, e.desc().to_string())
-    }
-}
-
-/// Adds context to any error that converts into ours.
-pub trait Context<T> {
-    fn context(self, ctx: impl fmt::Display) -> Result<T>;
-    fn with_context<C: fmt::Display, F: FnOnce() -> C>(self, f: F) -> Result<T>;
-}
-
-impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
-    fn context(self, ctx: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| e.into().context(ctx))
-    }
-
-    fn with_context<C: fmt::Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
-        self.map_err(|e| e.into().context(f()))
     }
 }
 
@@ -233,11 +278,37 @@ mod tests {
     }
 
     #[test]
-    fn context_prefixes_the_message_and_keeps_the_code() {
-        let r: std::result::Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
-        let e = r.context("writing state").expect_err("is an error");
+    fn wrap_prefixes_the_message_and_keeps_the_code() {
+        let e = Error::wrap("writing state", std::io::Error::other("disk full"));
         assert_eq!(e.code(), Code::Io);
         assert_eq!(e.msg(), "writing state: disk full");
+    }
+
+    #[test]
+    fn wrap_keeps_the_cause_as_the_source() {
+        let e = Error::wrap("writing state", std::io::Error::other("disk full"));
+        let source = std::error::Error::source(&e).expect("has a source");
+        assert_eq!(source.to_string(), "disk full");
+    }
+
+    #[test]
+    fn details_of_a_wrapped_error_are_the_innermost() {
+        let e = Error::wrap("loading", Error::decoding("bad json").with_details("line 3"));
+        assert_eq!(e.details(), Some("line 3"));
+        assert_eq!(e.code(), Code::Decoding);
+    }
+
+    #[test]
+    fn errno_reaches_through_the_chain() {
+        let e = Error::wrap(
+            "ip link add br0",
+            Error::Netlink {
+                errno: libc::EEXIST,
+                detail: None,
+            },
+        );
+        assert_eq!(e.errno(), libc::EEXIST);
+        assert_eq!(e.msg(), "ip link add br0: File exists (os error 17)");
     }
 
     #[test]

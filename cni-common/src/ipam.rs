@@ -1,8 +1,8 @@
 //! Delegation to an IPAM plugin found on CNI_PATH (spec section 4).
 //!
 //! The delegate gets the same environment and the whole config, with only CNI_COMMAND changed.
-//! After a successful ADD the caller holds a [`Lease`]: dropping it without [`Lease::commit`]
-//! releases the address again, so a failed ADD leaves no reservation behind.
+//! A successful IPAM ADD records its DEL in the caller's [`Rollback`], so a failed ADD leaves
+//! no reservation behind.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::env::CmdArgs;
 use crate::error::{Code, Error, Result};
+use crate::rollback::Rollback;
 use crate::netlink::{Netlink, NewRoute};
 use crate::result::CniResult;
 use crate::skel::Request;
@@ -48,7 +49,7 @@ pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
 fn exec<C>(ipam_type: &str, verb: Command, req: &Request<C>) -> Result<String> {
     let binary = find_in_path(ipam_type, &req.cmd.path)?;
     run_delegate(&binary, verb, &req.cmd, &req.stdin)
-        .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} {}", verb.as_str())))
+        .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} {}", verb.as_str()), e))
 }
 
 fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Result<String> {
@@ -118,14 +119,17 @@ fn delegate_error(stdout: &str, stderr: &str) -> Error {
     )
 }
 
-/// IPAM ADD. The returned lease releases the address when dropped uncommitted.
-pub fn exec_add<'r, C>(ipam_type: &str, req: &'r Request<C>) -> Result<(CniResult, Lease<'r, C>)> {
+/// IPAM ADD; `rollback` releases the address again unless the ADD is committed.
+pub fn exec_add<'r, C>(
+    ipam_type: &str,
+    req: &'r Request<C>,
+    rollback: &mut Rollback<'r>,
+) -> Result<CniResult> {
     let stdout = exec(ipam_type, Command::Add, req)?;
-    let lease = Lease {
-        ipam_type: ipam_type.to_string(),
-        req,
-        committed: false,
-    };
+    let owned_type = ipam_type.to_string();
+    rollback.push(format!("the {ipam_type} address"), move || {
+        exec_del(&owned_type, req)
+    });
     let value: Value = serde_json::from_str(&stdout).map_err(|e| {
         Error::new(
             Code::Ipam,
@@ -133,8 +137,8 @@ pub fn exec_add<'r, C>(ipam_type: &str, req: &'r Request<C>) -> Result<(CniResul
         )
     })?;
     let result = CniResult::from_value(&value, req.version)
-        .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} result")))?;
-    Ok((result, lease))
+        .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} result"), e))?;
+    Ok(result)
 }
 
 pub fn exec_del<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
@@ -171,7 +175,7 @@ fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
         &req.cmd,
         br#"{"cniVersion":"1.1.0"}"#,
     )
-    .map_err(|e| e.context(format!("IPAM plugin {ipam_type:?} VERSION")))?;
+    .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} VERSION"), e))?;
     let versions: Value = serde_json::from_str(&out).map_err(|e| {
         Error::new(
             Code::Ipam,
@@ -182,31 +186,6 @@ fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
         .get("supportedVersions")
         .and_then(Value::as_array)
         .is_some_and(|v| v.iter().any(|v| v.as_str() == Some("1.1.0"))))
-}
-
-/// An address reserved by IPAM ADD during this call.
-pub struct Lease<'r, C> {
-    ipam_type: String,
-    req: &'r Request<C>,
-    committed: bool,
-}
-
-impl<C> Lease<'_, C> {
-    /// The ADD succeeded: keep the address.
-    pub fn commit(mut self) {
-        self.committed = true;
-    }
-}
-
-impl<C> Drop for Lease<'_, C> {
-    fn drop(&mut self) {
-        if self.committed {
-            return;
-        }
-        if let Err(e) = exec_del(&self.ipam_type, self.req) {
-            eprintln!("rollback: releasing the IPAM lease failed: {e}");
-        }
-    }
 }
 
 /// The gateways of the result's addresses on interface `pos`: the first IPv4 and IPv6 one.

@@ -1,22 +1,28 @@
 //! The CNI specification library every plugin binary shares.
 //!
 //! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`], [`vlan`].
-//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`].
+//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`]. Logs: [`log`].
+//! Undo and teardown: [`rollback`] (ADD), [`teardown`] (DEL, GC).
 
 pub mod args;
 pub mod config;
 pub mod env;
 pub mod error;
 pub mod ipam;
+pub mod log;
 pub mod mac;
 pub mod naming;
 pub mod netlink;
 pub mod netns;
 pub mod result;
+pub mod rollback;
 pub mod skel;
 pub mod state;
 pub mod sysctl;
+pub mod teardown;
 pub mod version;
 pub mod vlan;
 
-pub use error::{Code, Context, Error, Result};
+pub use error::{Code, Error, Result};
+pub use rollback::Rollback;
+pub use teardown::Teardown;

@@ -129,7 +129,7 @@ impl CniResult {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty());
         let version = match own {
-            Some(v) => SpecVersion::parse(v).map_err(|e| e.context("result"))?,
+            Some(v) => SpecVersion::parse(v).map_err(|e| Error::wrap("result", e))?,
             None => version,
         };
         let bad = |e: serde_json::Error| Error::decoding(format!("invalid {version} result: {e}"));

@@ -89,6 +89,7 @@ impl<C> Request<C> {
 
 /// Runs the plugin as a CNI binary: the whole `main` of a plugin is `skel::run(&Plugin, ABOUT)`.
 pub fn run<P: Plugin>(plugin: &P, about: &str) -> ExitCode {
+    crate::log::init();
     let get = |k: &str| std::env::var(k).ok();
     if get("CNI_COMMAND").unwrap_or_default().is_empty() && std::io::stdin().is_terminal() {
         // Someone ran the binary by hand: say what it is instead of a JSON error.
@@ -130,7 +131,7 @@ impl Outcome {
     }
 
     fn error(e: &Error, version: Option<&str>) -> Outcome {
-        eprintln!("error: {e}");
+        tracing::error!("{}", e.msg());
         Outcome {
             ok: false,
             stdout: e.to_json(version),
@@ -189,7 +190,7 @@ fn handle<P: Plugin>(
     validate_network_name(&conf.name)?;
     let prev_result = match (&conf.prev_result, cmd.command) {
         (Some(v), Command::Add | Command::Check | Command::Del) if !v.is_null() => {
-            Some(CniResult::from_value(v, version).map_err(|e| e.context("prevResult"))?)
+            Some(CniResult::from_value(v, version).map_err(|e| Error::wrap("prevResult", e))?)
         }
         _ => None,
     };

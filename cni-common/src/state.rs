@@ -14,9 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// `<containerID>_<ifname>.json`, the Go tuning plugin's naming for its backup files.
+/// The suffix of a state file moved aside by [`StateDir::set_aside`].
+pub const UNREADABLE: &str = ".unreadable";
+
 pub fn attachment_file_name(container_id: &str, ifname: &str) -> String {
     format!("{container_id}_{ifname}.json")
 }
@@ -59,7 +62,7 @@ impl StateDir {
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
-            .with_context(|| format!("creating state directory {}", self.dir.display()))?;
+            .map_err(|e| Error::wrap(format!("creating state directory {}", self.dir.display()), e))?;
 
         // Dot-prefixed, so list() never reports it; unique per process and call.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -77,7 +80,7 @@ impl StateDir {
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        result.with_context(|| format!("writing state file {}", target.display()))
+        result.map_err(|e| Error::wrap(format!("writing state file {}", target.display()), e))
     }
 
     /// Reads the state under `name`; `None` when there is none.
@@ -87,7 +90,7 @@ impl StateDir {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
-                return Err(e).with_context(|| format!("reading state file {}", path.display()))
+                return Err(Error::wrap(format!("reading state file {}", path.display()), e))
             }
         };
         serde_json::from_slice(&data)
@@ -100,10 +103,20 @@ impl StateDir {
         let path = self.file(name)?;
         match fs::remove_file(&path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("removing state file {}", path.display()))
+                Err(Error::wrap(format!("removing state file {}", path.display()), e))
             }
             _ => Ok(()),
         }
+    }
+
+    /// Moves the state under `name` aside, to `<name>.unreadable`, and returns that name: for
+    /// a file that cannot be read, kept for a person to look at instead of written over.
+    pub fn set_aside(&self, name: &str) -> Result<String> {
+        let aside = format!("{name}{UNREADABLE}");
+        let (from, to) = (self.file(name)?, self.file(&aside)?);
+        fs::rename(&from, &to)
+            .map_err(|e| Error::wrap(format!("moving {} aside", from.display()), e))?;
+        Ok(aside)
     }
 
     /// Names of all state files, sorted; temp files are not included.
@@ -112,12 +125,12 @@ impl StateDir {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => {
-                return Err(e).with_context(|| format!("listing {}", self.dir.display()));
+                return Err(Error::wrap(format!("listing {}", self.dir.display()), e));
             }
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.with_context(|| format!("listing {}", self.dir.display()))?;
+            let entry = entry.map_err(|e| Error::wrap(format!("listing {}", self.dir.display()), e))?;
             if let Some(name) = entry.file_name().to_str() {
                 if valid_name(name) && entry.file_type().is_ok_and(|t| t.is_file()) {
                     names.push(name.to_string());

@@ -10,7 +10,7 @@ use cni_common::env::CmdArgs;
 use cni_common::ipam::{exec_add, exec_check, exec_del, exec_gc, exec_status};
 use cni_common::skel::Request;
 use cni_common::version::{negotiate, Command};
-use cni_common::Code;
+use cni_common::{Code, Rollback};
 use serde_json::{json, Value};
 
 const GO_PLUGINS: &str = "/usr/lib/cni";
@@ -81,8 +81,9 @@ fn host_local_add_check_del_through_the_delegate() {
     let conf = host_local_conf(&dir.0);
     let go = Path::new(GO_PLUGINS);
     let add = request(Command::Add, &conf, &[go]);
-    let (result, lease) = exec_add("host-local", &add).expect("IPAM ADD");
-    lease.commit();
+    let mut rollback = Rollback::new();
+    let result = exec_add("host-local", &add, &mut rollback).expect("IPAM ADD");
+    rollback.commit();
     assert_eq!(result.ips.len(), 1);
     assert!(result.ips[0].address.to_string().starts_with("10.77.0."));
     assert_eq!(leases(&dir.0).len(), 1);
@@ -98,9 +99,10 @@ fn an_uncommitted_lease_is_released_when_dropped() {
     let conf = host_local_conf(&dir.0);
     let add = request(Command::Add, &conf, &[Path::new(GO_PLUGINS)]);
     {
-        let (_result, _lease) = exec_add("host-local", &add).expect("IPAM ADD");
+        let mut rollback = Rollback::new();
+        exec_add("host-local", &add, &mut rollback).expect("IPAM ADD");
         assert_eq!(leases(&dir.0).len(), 1);
-        // An error after IPAM ADD: the lease goes out of scope uncommitted.
+        // An error after IPAM ADD: the rollback goes out of scope uncommitted.
     }
     assert!(leases(&dir.0).is_empty(), "the failed ADD kept its address");
 }
@@ -112,8 +114,9 @@ fn static_ipam_returns_the_configured_address_in_the_config_version() {
         "ipam": {"type": "static", "addresses": [{"address": "192.0.2.10/24", "gateway": "192.0.2.1"}]}
     });
     let add = request(Command::Add, &conf, &[Path::new(GO_PLUGINS)]);
-    let (result, lease) = exec_add("static", &add).expect("static ADD");
-    lease.commit();
+    let mut rollback = Rollback::new();
+    let result = exec_add("static", &add, &mut rollback).expect("static ADD");
+    rollback.commit();
     assert_eq!(result.ips[0].address.to_string(), "192.0.2.10/24");
     assert_eq!(
         result.ips[0].gateway.map(|g| g.to_string()).as_deref(),
@@ -129,7 +132,7 @@ fn a_delegate_error_keeps_its_code_and_message() {
         "ipam": {"type": "host-local", "subnet": "not-a-subnet", "dataDir": dir.0}
     });
     let add = request(Command::Add, &conf, &[Path::new(GO_PLUGINS)]);
-    let e = exec_add("host-local", &add).err().expect("IPAM ADD fails");
+    let e = exec_add("host-local", &add, &mut Rollback::new()).err().expect("IPAM ADD fails");
     assert_ne!(
         e.code(),
         Code::Ipam,
@@ -144,7 +147,7 @@ fn a_missing_delegate_is_code_101_naming_the_path() {
     let conf = host_local_conf(Path::new("/nonexistent"));
     let empty = Dir::new("empty");
     let add = request(Command::Add, &conf, &[&empty.0]);
-    let e = exec_add("host-local", &add).err().expect("not found");
+    let e = exec_add("host-local", &add, &mut Rollback::new()).err().expect("not found");
     assert_eq!(e.code(), Code::Ipam);
     assert!(e.msg().contains(&empty.0.display().to_string()), "{e}");
 }

@@ -133,7 +133,7 @@ impl Netlink {
         match self.ack(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
             Ok(()) => Ok(true),
             Err(e) if e.errno() == libc::EEXIST => Ok(false),
-            Err(e) => Err(Error::from(e).context(format!("ip link add {name} type bridge"))),
+            Err(e) => Err(Error::wrap(format!("ip link add {name} type bridge"), e)),
         }
     }
 
@@ -145,10 +145,10 @@ impl Netlink {
             LinkInfo::Data(InfoData::Bridge(vec![InfoBridge::VlanFiltering(on)])),
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0).map_err(|e| {
-            Error::from(e).context(format!(
+            Error::wrap(format!(
                 "ip link set {index} type bridge vlan_filtering {}",
                 u8::from(on)
-            ))
+            ), e)
         })
     }
 
@@ -171,7 +171,7 @@ impl Netlink {
             LinkInfo::PortData(InfoPortData::BridgePort(attrs)),
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(|e| Error::from(e).context(format!("bridge link set dev {index} {port:?}")))
+            .map_err(|e| Error::wrap(format!("bridge link set dev {index} {port:?}"), e))
     }
 
     /// `bridge vlan add dev <index> vid <vid> [pvid] [untagged] master`, every VLAN in one
@@ -182,10 +182,10 @@ impl Netlink {
         }
         let msg = port_vlan_message(index, vlans);
         self.ack(RouteNetlinkMessage::SetLink(msg), 0).map_err(|e| {
-            Error::from(e).context(format!(
+            Error::wrap(format!(
                 "bridge vlan add dev {index} vid {}",
                 vids_text(vlans)
-            ))
+            ), e)
         })
     }
 
@@ -196,10 +196,10 @@ impl Netlink {
         }
         let msg = port_vlan_message(index, vlans);
         self.ack(RouteNetlinkMessage::DelLink(msg), 0).map_err(|e| {
-            Error::from(e).context(format!(
+            Error::wrap(format!(
                 "bridge vlan del dev {index} vid {}",
                 vids_text(vlans)
-            ))
+            ), e)
         })
     }
 
@@ -212,7 +212,7 @@ impl Netlink {
             .push(LinkAttribute::ExtMask(vec![LinkExtentMask::Brvlan]));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::from(e).context(format!("bridge vlan show dev {index}")))?;
+            .map_err(|e| Error::wrap(format!("bridge vlan show dev {index}"), e))?;
         let mut vlans = Vec::new();
         for reply in replies {
             let RouteNetlinkMessage::NewLink(msg) = reply else {
@@ -256,7 +256,7 @@ impl Netlink {
         req.attributes.push(LinkAttribute::Controller(master));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::from(e).context(format!("ip link show master {master}")))?;
+            .map_err(|e| Error::wrap(format!("ip link show master {master}"), e))?;
         Ok(replies
             .into_iter()
             .filter_map(|m| match m {

@@ -10,7 +10,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{link_message, link_message_named, Netlink};
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::mac::MacAddr;
 
 /// The modes [`Netlink::link_add_macvtap`] accepts.
@@ -60,7 +60,7 @@ impl Netlink {
             let mac = mac.map(|m| format!(" address {m}")).unwrap_or_default();
             format!("ip link add {name} link {parent}{mtu}{mac} type macvtap mode {mode}")
         };
-        let kernel_mode = parse_mode(mode).map_err(|e| e.context(doing()))?;
+        let kernel_mode = parse_mode(mode).map_err(|e| Error::wrap(doing(), e))?;
         let mut msg = link_message_named(name);
         msg.attributes.push(LinkAttribute::Link(parent));
         if let Some(mtu) = mtu {
@@ -77,10 +77,9 @@ impl Netlink {
         match self.ack(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
             Ok(()) => {}
             Err(e) if e.errno() == libc::EEXIST => {
-                return Err(Error::from(e)
-                    .context(format!("{}: a link named {name} already exists", doing())));
+                return Err(Error::wrap(format!("{}: a link named {name} already exists", doing()), e));
             }
-            Err(e) => return Err(Error::from(e).context(doing())),
+            Err(e) => return Err(Error::wrap(doing(), e)),
         }
         // RTM_NEWLINK does not return the new index (NLM_F_ECHO for it needs Linux 6.3); ask.
         match self.link_show(name)? {
@@ -96,7 +95,7 @@ impl Netlink {
             match self.request(RouteNetlinkMessage::GetLink(link_message(index)), NLM_F_ACK) {
                 Ok(replies) => replies,
                 Err(e) if e.errno() == libc::ENODEV => return Ok(None),
-                Err(e) => return Err(e).context(format!("ip -d link show {index}")),
+                Err(e) => return Err(Error::wrap(format!("ip -d link show {index}"), e)),
             };
         let infos = replies
             .into_iter()

@@ -23,7 +23,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::{Socket, SocketAddr};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
 
@@ -76,14 +76,7 @@ impl From<io::Error> for NlError {
 impl From<NlError> for Error {
     fn from(e: NlError) -> Self {
         match e {
-            // The kernel's errno text, e.g. "File exists (os error 17)", as iproute2 prints it.
-            NlError::Kernel { errno, detail } => {
-                let text = io::Error::from_raw_os_error(errno).to_string();
-                match detail {
-                    Some(detail) => Error::system(format!("{text}: {detail}")),
-                    None => Error::system(text),
-                }
-            }
+            NlError::Kernel { errno, detail } => Error::Netlink { errno, detail },
             NlError::Socket(msg) => Error::system(msg),
         }
     }
@@ -214,7 +207,7 @@ struct Requests {
 impl Netlink {
     /// A socket in the calling thread's namespace.
     pub fn current() -> Result<Netlink> {
-        let socket = open_socket().context("opening a netlink socket")?;
+        let socket = open_socket().map_err(|e| Error::wrap("opening a netlink socket", e))?;
         Ok(Netlink {
             socket,
             state: Mutex::new(Requests {
@@ -228,7 +221,7 @@ impl Netlink {
     /// created on a thread inside `ns`; the caller's thread never moves.
     pub fn in_netns(ns: &NetNs) -> Result<Netlink> {
         ns.run(Netlink::current)
-            .with_context(|| format!("netlink socket in netns {}", ns.path().display()))
+            .map_err(|e| Error::wrap(format!("netlink socket in netns {}", ns.path().display()), e))
     }
 
     /// Sends `msg` with NLM_F_REQUEST | `flags` and collects the replies: until the ACK (or
@@ -463,7 +456,7 @@ impl Netlink {
             return Ok(None);
         }
         self.get_link(link_message_named(name))
-            .with_context(|| format!("ip link show {name}"))
+            .map_err(|e| Error::wrap(format!("ip link show {name}"), e))
     }
 
     /// `ip link show type <kind>`: every link of that kind in the namespace ("bridge", "veth",
@@ -477,7 +470,7 @@ impl Netlink {
             )]));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::from(e).context(format!("ip link show type {kind}")))?;
+            .map_err(|e| Error::wrap(format!("ip link show type {kind}"), e))?;
         Ok(replies
             .into_iter()
             .filter_map(|m| match m {
@@ -491,7 +484,7 @@ impl Netlink {
     /// `ip link show` by index; None when there is no such link.
     pub fn link_show_index(&self, index: u32) -> Result<Option<Link>> {
         self.get_link(link_message(index))
-            .with_context(|| format!("ip link show index {index}"))
+            .map_err(|e| Error::wrap(format!("ip link show index {index}"), e))
     }
 
     /// `ip link add <name> type veth peer name <peer_name> [netns N]`; returns the index of
@@ -544,14 +537,14 @@ impl Netlink {
         ) {
             Ok(()) => {}
             Err(e) if e.errno() == libc::EEXIST => {
-                return Err(Error::from(e).context(format!(
+                return Err(Error::wrap(format!(
                     "{}: a link named {} or {} already exists",
                     doing(),
                     veth.name,
                     veth.peer_name
-                )));
+                ), e));
             }
-            Err(e) => return Err(Error::from(e).context(doing())),
+            Err(e) => return Err(Error::wrap(doing(), e)),
         }
         // RTM_NEWLINK does not return the new index (NLM_F_ECHO for it needs Linux 6.3); ask.
         match self.link_show(veth.name)? {
@@ -563,58 +556,58 @@ impl Netlink {
     /// `ip link set <index> up`.
     pub fn link_set_up(&self, index: u32) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Up, true))
-            .with_context(|| format!("ip link set {index} up"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} up"), e))
     }
 
     /// `ip link set <index> down`.
     pub fn link_set_down(&self, index: u32) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Up, false))
-            .with_context(|| format!("ip link set {index} down"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} down"), e))
     }
 
     /// `ip link set <index> mtu <mtu>`.
     pub fn link_set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::Mtu(mtu)))
-            .with_context(|| format!("ip link set {index} mtu {mtu}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} mtu {mtu}"), e))
     }
 
     /// `ip link set <index> address <mac>`.
     pub fn link_set_address(&self, index: u32, mac: &MacAddr) -> Result<()> {
         let attr = LinkAttribute::Address(mac.octets().to_vec());
         self.set_link(link_message_attr(index, attr))
-            .with_context(|| format!("ip link set {index} address {mac}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} address {mac}"), e))
     }
 
     /// `ip link set <index> promisc on|off`.
     pub fn link_set_promisc(&self, index: u32, on: bool) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Promisc, on))
-            .with_context(|| format!("ip link set {index} promisc {}", on_off(on)))
+            .map_err(|e| Error::wrap(format!("ip link set {index} promisc {}", on_off(on)), e))
     }
 
     /// `ip link set <index> allmulticast on|off`.
     pub fn link_set_allmulti(&self, index: u32, on: bool) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Allmulti, on))
-            .with_context(|| format!("ip link set {index} allmulticast {}", on_off(on)))
+            .map_err(|e| Error::wrap(format!("ip link set {index} allmulticast {}", on_off(on)), e))
     }
 
     /// `ip link set <index> txqueuelen <len>`.
     pub fn link_set_txqlen(&self, index: u32, len: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::TxQueueLen(len)))
-            .with_context(|| format!("ip link set {index} txqueuelen {len}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} txqueuelen {len}"), e))
     }
 
     /// `ip link set <index> name <name>`.
     pub fn link_set_name(&self, index: u32, name: &str) -> Result<()> {
         let attr = LinkAttribute::IfName(name.to_string());
         self.set_link(link_message_attr(index, attr))
-            .with_context(|| format!("ip link set {index} name {name}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} name {name}"), e))
     }
 
     /// `ip link set <index> alias <alias>`.
     pub fn link_set_alias(&self, index: u32, alias: &str) -> Result<()> {
         let attr = LinkAttribute::IfAlias(alias.to_string());
         self.set_link(link_message_attr(index, attr))
-            .with_context(|| format!("ip link set {index} alias {alias}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} alias {alias}"), e))
     }
 
     /// `ip link set dev <name> up`, naming the link instead of giving its index.
@@ -623,27 +616,27 @@ impl Netlink {
         msg.header.flags.set(LinkFlags::Up, true);
         msg.header.change_mask |= LinkFlags::Up;
         self.set_link(msg)
-            .with_context(|| format!("ip link set dev {name} up"))
+            .map_err(|e| Error::wrap(format!("ip link set dev {name} up"), e))
     }
 
     /// `ip link set <index> master <master>`.
     pub fn link_set_master(&self, index: u32, master: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::Controller(master)))
-            .with_context(|| format!("ip link set {index} master {master}"))
+            .map_err(|e| Error::wrap(format!("ip link set {index} master {master}"), e))
     }
 
     /// `ip link set <index> netns <ns>`.
     pub fn link_set_netns(&self, index: u32, ns: &NetNs) -> Result<()> {
         let attr = LinkAttribute::NetNsFd(ns.as_raw_fd());
         self.set_link(link_message_attr(index, attr))
-            .with_context(|| format!("ip link set {index} netns {}", ns.path().display()))
+            .map_err(|e| Error::wrap(format!("ip link set {index} netns {}", ns.path().display()), e))
     }
 
     /// `ip link del <index>`; a link that is already gone is not an error (DEL is idempotent).
     pub fn link_del(&self, index: u32) -> Result<()> {
         match self.ack(RouteNetlinkMessage::DelLink(link_message(index)), 0) {
             Err(e) if e.errno() != libc::ENODEV => {
-                Err(Error::from(e).context(format!("ip link del {index}")))
+                Err(Error::wrap(format!("ip link del {index}"), e))
             }
             _ => Ok(()),
         }
@@ -657,7 +650,7 @@ impl Netlink {
         match self.ack(RouteNetlinkMessage::DelLink(link_message_named(name)), 0) {
             Ok(()) => Ok(true),
             Err(e) if e.errno() == libc::ENODEV => Ok(false),
-            Err(e) => Err(Error::from(e).context(format!("ip link del {name}"))),
+            Err(e) => Err(Error::wrap(format!("ip link del {name}"), e)),
         }
     }
 }
@@ -672,7 +665,7 @@ impl Netlink {
         req.header.index = index;
         let replies = self
             .dump(RouteNetlinkMessage::GetAddress(req))
-            .with_context(|| format!("ip addr show dev {index}"))?;
+            .map_err(|e| Error::wrap(format!("ip addr show dev {index}"), e))?;
         let mut addrs = Vec::with_capacity(replies.len());
         for reply in replies {
             let RouteNetlinkMessage::NewAddress(msg) = reply else {
@@ -712,7 +705,7 @@ impl Netlink {
         };
         msg.attributes.push(AddressAttribute::Local(addr.ip()));
         self.ack(RouteNetlinkMessage::DelAddress(msg), 0)
-            .with_context(|| format!("ip addr del {addr} dev {index}"))
+            .map_err(|e| Error::wrap(format!("ip addr del {addr} dev {index}"), e))
     }
 
     /// `ip addr add <addr> dev <index>`. IPv4 addresses get the subnet's broadcast address, as
@@ -738,7 +731,7 @@ impl Netlink {
             RouteNetlinkMessage::NewAddress(msg),
             NLM_F_CREATE | NLM_F_EXCL,
         )
-        .with_context(|| format!("ip addr add {addr} dev {index}"))
+        .map_err(|e| Error::wrap(format!("ip addr add {addr} dev {index}"), e))
     }
 }
 

@@ -11,7 +11,7 @@ use netlink_packet_route::route::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::Netlink;
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 
 /// One route of `ip route show dev <index>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,10 +90,10 @@ impl Netlink {
             RouteNetlinkMessage::NewRoute(msg),
             NLM_F_CREATE | NLM_F_EXCL,
         )
-        .with_context(|| {
+        .map_err(|e| Error::wrap({
             let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
             format!("ip route add {network}{via} dev {index}")
-        })
+        }, e))
     }
 
     /// `ip route show table all dev <index>` for one family: unicast routes only.
@@ -108,7 +108,7 @@ impl Netlink {
         req.attributes.push(RouteAttribute::Oif(index));
         let replies = self
             .dump(RouteNetlinkMessage::GetRoute(req))
-            .with_context(|| format!("ip route show dev {index}"))?;
+            .map_err(|e| Error::wrap(format!("ip route show dev {index}"), e))?;
         let mut routes = Vec::new();
         for reply in replies {
             let RouteNetlinkMessage::NewRoute(msg) = reply else {

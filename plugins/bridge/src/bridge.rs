@@ -1,7 +1,7 @@
 //! The bridge itself: created when missing (ensureBridge), checked when present.
 
 use cni_common::netlink::{Link, Netlink};
-use cni_common::sysctl::sysctl_write;
+use cni_common::sysctl::sysctl_write_if_present;
 use cni_common::{Error, Result};
 
 use crate::config::Settings;
@@ -24,7 +24,7 @@ pub fn ensure_bridge(nl: &Netlink, s: &Settings) -> Result<Bridge> {
             if created {
                 // The bridge is no router's client: it must not configure itself from router
                 // advertisements sent by containers. Without IPv6 the key does not exist.
-                let _ = sysctl_write(&format!("net/ipv6/conf/{}/accept_ra", s.bridge), "0");
+                sysctl_write_if_present(&format!("net/ipv6/conf/{}/accept_ra", s.bridge), "0")?;
             }
             nl.link_show(&s.bridge)?.ok_or_else(|| {
                 Error::system(format!(

@@ -80,7 +80,7 @@ pub fn ensure_addr(nl: &Netlink, link: &Link, gateway: IpNetwork, force: bool) -
     }
     match nl.addr_add(link.index, gateway) {
         // Another ADD put it there meanwhile.
-        Err(e) if e.msg().contains("File exists") => {}
+        Err(e) if e.errno() == libc::EEXIST => {}
         other => other?,
     }
     if let Some(mac) = link.mac.filter(|m| !m.is_zero()) {

@@ -22,9 +22,9 @@ use cni_common::netlink::{BridgePort, Link, Netlink, PortVlan};
 use cni_common::netns::NetNs;
 use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
-use cni_common::sysctl::sysctl_write;
+use cni_common::sysctl::sysctl_write_if_present;
 use cni_common::version::{ResultFormat, SpecVersion};
-use cni_common::{Code, Error, Result};
+use cni_common::{Code, Error, Result, Rollback, Teardown};
 use ipnetwork::IpNetwork;
 
 use crate::bridge::{ensure_bridge, unenforced_vlans_warning};
@@ -59,9 +59,10 @@ impl Plugin for Bridge {
         let ns = req.open_netns()?;
         let nl = Netlink::current()?;
         let key = attachment_key(req);
-        let mut undo = Undo::default();
-        add_attachment(req, &s, &ns, &nl, &key, &mut undo)
-            .inspect_err(|_| undo.run(&nl, &key, &reference_names(req)))
+        let mut rollback = Rollback::new();
+        let result = add_attachment(req, &s, &ns, &nl, &key, &mut rollback)?;
+        rollback.commit();
+        Ok(result)
     }
 
     fn del(&self, req: &Request<BridgeConf>) -> Result<()> {
@@ -69,41 +70,48 @@ impl Plugin for Bridge {
         let nl = Netlink::current()?;
         let key = attachment_key(req);
         let (container_id, ifname) = (req.cmd.container_id.as_str(), req.cmd.ifname.as_str());
+        // Every step runs even when an earlier one fails: a failed IPAM DEL must not leave the
+        // spoof-check and masquerade rules behind.
+        let mut teardown = Teardown::new();
         // The host end is named after the attachment; deleting it takes the container end
         // with it, without entering the container's namespace.
         let host_veth = key.host_veth_name();
         let mut ours = false;
-        if let Some(link) = nl.link_show(&host_veth)? {
+        if let Some(Some(link)) = teardown.step(nl.link_show(&host_veth)) {
             if alias_key(&link) == Some(key) {
-                nl.link_del(link.index)?;
                 ours = true;
+                teardown.step(nl.link_del(link.index));
             }
         }
         // An attachment made by another implementation (the reference plugin names its host
         // end at random): delete the container end, which takes the host end with it.
         if !ours {
-            if let Some(ns) = req.open_netns_if_exists()? {
-                ns.run(|| Netlink::current()?.link_del_by_name(ifname).map(drop))?;
+            if let Some(Some(ns)) = teardown.step(req.open_netns_if_exists()) {
+                teardown.step(ns.run(|| Netlink::current()?.link_del_by_name(ifname).map(drop)));
             }
         }
         if let Some(ipam_type) = req.conf.ipam_type() {
-            ipam::exec_del(ipam_type, req)?;
+            teardown.step(ipam::exec_del(ipam_type, req));
         }
         // What the reference plugin made exists only for an attachment that is not ours, which
         // is also the case to assume when the namespace (and our veth with it) is gone.
         if s.spoofchk {
-            spoofchk_teardown(&key, &host_veth)?;
+            teardown.step(spoofchk_teardown(&key, &host_veth));
             if !ours {
-                reference::spoofchk_teardown(container_id, ifname)?;
+                teardown.step(reference::spoofchk_teardown(container_id, ifname));
             }
         }
         if s.ip_masq && req.conf.ipam_type().is_some() {
-            ipmasq_teardown(&key, &reference_names(req))?;
+            teardown.step(ipmasq_teardown(&key, &reference_names(req)));
             if !ours {
-                reference::ipmasq_nft_teardown(&req.conf.name, ifname, container_id)?;
+                teardown.step(reference::ipmasq_nft_teardown(
+                    &req.conf.name,
+                    ifname,
+                    container_id,
+                ));
             }
         }
-        Ok(())
+        teardown.finish()
     }
 
     fn check(&self, req: &Request<BridgeConf>) -> Result<()> {
@@ -137,17 +145,22 @@ impl Plugin for Bridge {
             .collect();
         let keep = |k: &AttachmentKey| k.network != network || valid.contains(&k.attachment);
         let nl = Netlink::current()?;
-        if let Some(bridge) = nl.link_show(&s.bridge)? {
-            for port in nl.link_list_ports(bridge.index)? {
+        // One attachment that cannot be collected must not keep the others.
+        let mut teardown = Teardown::new();
+        if let Some(Some(bridge)) = teardown.step(nl.link_show(&s.bridge)) {
+            for port in teardown
+                .step(nl.link_list_ports(bridge.index))
+                .unwrap_or_default()
+            {
                 if alias_key(&port).is_some_and(|k| !keep(&k)) {
-                    nl.link_del(port.index)?;
+                    teardown.step(nl.link_del(port.index));
                 }
             }
         }
         // Without nft nothing of ours can be in nftables.
         if nft::nft_available() {
-            spoofchk::TABLE.remove_unless(keep)?;
-            ipmasq::TABLE.remove_unless(keep)?;
+            teardown.step(spoofchk::TABLE.remove_unless(keep));
+            teardown.step(ipmasq::TABLE.remove_unless(keep));
         }
         // What the reference plugin left of attachments that are gone.
         let attachments: Vec<(String, String)> = req
@@ -157,13 +170,13 @@ impl Plugin for Bridge {
             .map(|a| (a.container_id.clone(), a.ifname.clone()))
             .collect();
         let containers: HashSet<&str> = attachments.iter().map(|(c, _)| c.as_str()).collect();
-        reference::spoofchk_gc(&nl)?;
-        reference::ipmasq_iptables_gc(&req.conf.name, &containers)?;
-        reference::ipmasq_nft_gc(&req.conf.name, &attachments)?;
+        teardown.step(reference::spoofchk_gc(&nl));
+        teardown.step(reference::ipmasq_iptables_gc(&req.conf.name, &containers));
+        teardown.step(reference::ipmasq_nft_gc(&req.conf.name, &attachments));
         if let Some(ipam_type) = req.conf.ipam_type() {
-            ipam::exec_gc(ipam_type, req)?;
+            teardown.step(ipam::exec_gc(ipam_type, req));
         }
-        Ok(())
+        teardown.finish()
     }
 }
 
@@ -200,39 +213,14 @@ fn attachment_key<C>(req: &Request<C>) -> AttachmentKey {
     AttachmentKey::new(&req.conf.name, &req.cmd.container_id, &req.cmd.ifname)
 }
 
-/// What a failed ADD must take down again. The IPAM lease is released by its own guard.
-#[derive(Default)]
-struct Undo {
-    port: Option<u32>,
-    spoofchk: Option<String>,
-    ipmasq: bool,
-}
-
-impl Undo {
-    fn run(&self, nl: &Netlink, key: &AttachmentKey, names: &ReferenceNames) {
-        let mut failures = Vec::new();
-        if let Some(host_veth) = &self.spoofchk {
-            failures.extend(spoofchk_teardown(key, host_veth).err());
-        }
-        if self.ipmasq {
-            failures.extend(ipmasq_teardown(key, names).err());
-        }
-        if let Some(port) = self.port {
-            failures.extend(nl.link_del(port).err());
-        }
-        for e in failures {
-            eprintln!("rollback: {e}");
-        }
-    }
-}
-
-fn add_attachment(
-    req: &Request<BridgeConf>,
+/// Each change to the node records its undo in `rollback`, for the caller to commit.
+fn add_attachment<'a>(
+    req: &'a Request<BridgeConf>,
     s: &Settings,
     ns: &NetNs,
-    nl: &Netlink,
-    key: &AttachmentKey,
-    undo: &mut Undo,
+    nl: &'a Netlink,
+    key: &'a AttachmentKey,
+    rollback: &mut Rollback<'a>,
 ) -> Result<CniResult> {
     let ifname = req.cmd.ifname.as_str();
     let bridge::Bridge {
@@ -244,10 +232,11 @@ fn add_attachment(
         None => MacAddr::random_local()?,
     };
     let host = add_port_veth(nl, ns, ifname, key, bridge.index, s, mac)?;
-    undo.port = Some(host.index);
+    let port = host.index;
+    rollback.push(format!("the port {}", host.name), move || nl.link_del(port));
     set_port_vlans(nl, host.index, &bridge, s)?;
     if !vlans_enforced {
-        eprintln!("{}", unenforced_vlans_warning(&bridge.name, &host.name, s));
+        tracing::warn!("{}", unenforced_vlans_warning(&bridge.name, &host.name, s));
     }
     nl.bridge_link_set(
         host.index,
@@ -261,17 +250,17 @@ fn add_attachment(
     let bridge = nl.link_show_index(bridge.index)?.unwrap_or(bridge);
     let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
     if s.spoofchk {
-        undo.spoofchk = Some(host.name.clone());
+        let host_veth = host.name.clone();
+        rollback.push("the MAC spoof check", move || spoofchk_teardown(key, &host_veth));
         spoofchk_setup(key, &host.name, &mac, &label)?;
     }
 
     let mut result = CniResult::default();
     let mut extra_interfaces = Vec::new();
     let mut gateways = Vec::new();
-    let mut lease = None;
+    let with_ipam = req.conf.ipam_type().is_some();
     if let Some(ipam_type) = req.conf.ipam_type() {
-        let (ipam_result, l) = ipam::exec_add(ipam_type, req)?;
-        lease = Some(l);
+        let ipam_result = ipam::exec_add(ipam_type, req, rollback)?;
         if ipam_result.ips.is_empty() {
             return Err(Error::new(
                 Code::Ipam,
@@ -292,13 +281,13 @@ fn add_attachment(
     // IPAM addresses and routes. The host end comes up after it, so the bridge enables the port
     // once (each enable walks every port of the bridge).
     if !s.disable_container_interface {
-        let (enable_dad, with_ipam, configured) = (s.enable_dad, lease.is_some(), &result);
+        let (enable_dad, configured) = (s.enable_dad, &result);
         ns.run(|| {
             let cnl = Netlink::current()?;
             if !with_ipam {
                 return cnl.link_set_up_by_name(ifname);
             }
-            container_sysctls(ifname, enable_dad);
+            container_sysctls(ifname, enable_dad)?;
             let link = cnl
                 .link_show(ifname)?
                 .ok_or_else(|| Error::system(format!("{ifname} vanished from the container")))?;
@@ -306,7 +295,7 @@ fn add_attachment(
         })?;
     }
     nl.link_set_up(host.index)?;
-    if lease.is_some() {
+    if with_ipam {
         if s.is_gateway {
             let holder = match s.vlan {
                 Some(vid) => {
@@ -323,7 +312,9 @@ fn add_attachment(
         }
         if s.ip_masq {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
-            undo.ipmasq = true;
+            rollback.push("the masquerade rules", move || {
+                ipmasq_teardown(key, &reference_names(req))
+            });
             ipmasq_setup(key, &addrs, &label, &reference_names(req))?;
         }
     }
@@ -349,9 +340,6 @@ fn add_attachment(
     // Printing the result is the last step that can fail: it must not fail after this call has
     // returned and nothing can be rolled back any more.
     result.to_value(req.version)?;
-    if let Some(lease) = lease {
-        lease.commit();
-    }
     Ok(result)
 }
 
@@ -364,15 +352,16 @@ fn interface(link: &Link) -> Interface {
 }
 
 /// The container end's IPv6 DAD and ARP behaviour, set before its addresses. Keys that do not
-/// exist (IPv6 disabled) are skipped, as in the reference plugin.
-fn container_sysctls(ifname: &str, enable_dad: bool) {
+/// exist (IPv6 disabled, a kernel without enhanced DAD) are skipped, as in the reference plugin;
+/// a key that exists and refuses the value fails the ADD.
+fn container_sysctls(ifname: &str, enable_dad: bool) -> Result<()> {
     if enable_dad {
-        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/enhanced_dad"), "1");
-        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/accept_dad"), "1");
+        sysctl_write_if_present(&format!("net/ipv6/conf/{ifname}/enhanced_dad"), "1")?;
+        sysctl_write_if_present(&format!("net/ipv6/conf/{ifname}/accept_dad"), "1")?;
     } else {
-        let _ = sysctl_write(&format!("net/ipv6/conf/{ifname}/accept_dad"), "0");
+        sysctl_write_if_present(&format!("net/ipv6/conf/{ifname}/accept_dad"), "0")?;
     }
-    let _ = sysctl_write(&format!("net/ipv4/conf/{ifname}/arp_notify"), "1");
+    sysctl_write_if_present(&format!("net/ipv4/conf/{ifname}/arp_notify"), "1").map(drop)
 }
 
 /// Waits for the host end to be operationally up, which the bridge needs to forward.
@@ -471,7 +460,7 @@ fn check_attachment(
             .ok_or_else(|| Error::system(format!("{ifname} does not exist in the container")))?;
         if let Some(pos) = pos {
             check_iface(&cnl, link.index, pos, prev)
-                .map_err(|e| e.context(format!("{ifname} in the container")))?;
+                .map_err(|e| Error::wrap(format!("{ifname} in the container"), e))?;
         }
         Ok(link)
     })?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use cni_common::naming::AttachmentKey;
-use cni_common::{Context, Error, Result};
+use cni_common::{Error, Result};
 use serde_json::Value;
 
 /// Where `nft` and `iptables` usually are, for runtimes that call plugins with a PATH without
@@ -43,12 +43,12 @@ pub(crate) fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<S
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("running {}", binary.display()))?;
+        .map_err(|e| Error::wrap(format!("running {}", binary.display()), e))?;
     if let (Some(script), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(script.as_bytes())
-            .context("writing the nft script")?;
+            .map_err(|e| Error::wrap("writing the nft script", e))?;
     }
-    let out = child.wait_with_output().context("waiting for nft")?;
+    let out = child.wait_with_output().map_err(|e| Error::wrap("waiting for nft", e))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(Error::system(format!(

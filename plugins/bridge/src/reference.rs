@@ -290,7 +290,7 @@ fn iptables_nat_lines(tool: &str) -> Result<Option<Vec<String>>> {
     match run(&binary, &["--wait", "-t", "nat", "-S"], None) {
         Ok(out) => Ok(Some(out.lines().map(str::to_string).collect())),
         Err(e) => {
-            eprintln!("note: {tool} cannot list table nat, so nothing is removed from it: {e}");
+            tracing::info!("{tool} cannot list table nat, so nothing is removed from it: {e}");
             Ok(None)
         }
     }

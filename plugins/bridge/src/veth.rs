@@ -5,7 +5,7 @@ use cni_common::mac::MacAddr;
 use cni_common::naming::AttachmentKey;
 use cni_common::netlink::{Link, Netlink, Veth};
 use cni_common::netns::NetNs;
-use cni_common::sysctl::sysctl_write;
+use cni_common::sysctl::sysctl_write_if_present;
 use cni_common::Result;
 
 use crate::config::Settings;
@@ -67,7 +67,7 @@ pub fn add_port_veth(
     };
     nl.link_set_alias(host.index, &alias)?;
     // A bridge port is no router's client; without IPv6 the key does not exist.
-    let _ = sysctl_write(&format!("net/ipv6/conf/{name}/accept_ra"), "0");
+    sysctl_write_if_present(&format!("net/ipv6/conf/{name}/accept_ra"), "0")?;
     Ok(Link {
         alias: Some(alias),
         ..host

@@ -426,6 +426,28 @@ fn del_is_idempotent_and_succeeds_without_the_netns() {
 }
 
 #[test]
+fn a_failed_ipam_del_still_removes_the_port_and_the_rules() {
+    let node = Node::new("br-delfail");
+    let conf = config(
+        "brdf",
+        json!({"ipam": node.host_local("10.83.0.0/24"), "macspoofchk": true, "ipMasq": true}),
+    );
+    let a = node.pod("a");
+    node.add(&a, &conf);
+    // host-local keeps its leases in <dataDir>/<network>: a file there makes its DEL fail.
+    let store = node.leases_dir().join(conf["name"].as_str().expect("name"));
+    std::fs::remove_dir_all(&store).expect("remove the lease store");
+    std::fs::write(&store, "").expect("a file where host-local wants a directory");
+    let out = node.call("DEL", &a, &conf, "");
+    assert!(!out.status.success(), "the IPAM DEL failure is reported");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("host-local"), "the error names IPAM: {stdout}");
+    node.host.assert_no_new_veths("after the DEL whose IPAM failed");
+    let rules = node.ruleset();
+    assert!(!rules.contains("att-"), "rules left behind: {rules}");
+}
+
+#[test]
 fn gc_removes_what_lost_dels_left_behind() {
     let node = Node::new("br-gc");
     let mut conf = config("brgc", json!({"ipam": {}, "macspoofchk": true}));

@@ -13,7 +13,7 @@ use cni_common::netns::NetNs;
 use cni_common::result::{CniResult, Interface, IpConfig};
 use cni_common::skel::{Plugin, Request};
 use cni_common::version::ResultFormat;
-use cni_common::{ipam, Code, Context, Error, Result};
+use cni_common::{ipam, Code, Error, Result, Rollback, Teardown};
 
 use crate::config::{MacvtapConf, Settings, Source};
 use crate::macvtap::{device_link_names, is_macvtap, temp_name, Claim, Namespaces};
@@ -72,15 +72,15 @@ impl Plugin for Macvtap {
         let index = claim.index();
         if settings.promisc {
             ctr.link_set_promisc(index, true)
-                .with_context(|| format!("setting {} promiscuous", claim.name()))?;
+                .map_err(|e| Error::wrap(format!("setting {} promiscuous", claim.name()), e))?;
         }
         // Before the rename: the name the macvtap has now is unique on the node, which is how
         // its character device is told apart from other namespaces'.
         let node = tap::ensure_node(claim.name(), index, settings.owner, settings.group)?;
         ctr.link_set_name(index, ifname)
-            .with_context(|| format!("renaming {} to {ifname}", claim.name()))?;
+            .map_err(|e| Error::wrap(format!("renaming {} to {ifname}", claim.name()), e))?;
         ctr.link_set_up(index)
-            .with_context(|| format!("setting {ifname} up"))?;
+            .map_err(|e| Error::wrap(format!("setting {ifname} up"), e))?;
 
         let mut result = CniResult {
             interfaces: vec![Interface {
@@ -90,10 +90,12 @@ impl Plugin for Macvtap {
             }],
             ..CniResult::default()
         };
-        let lease = match req.conf.ipam_type() {
-            None => None,
+        // The IPAM lease is released by the rollback; the macvtap and its node by their guards.
+        let mut rollback = Rollback::new();
+        match req.conf.ipam_type() {
+            None => {}
             Some(ipam_type) => {
-                let (ipam_result, lease) = ipam::exec_add(ipam_type, req)?;
+                let ipam_result = ipam::exec_add(ipam_type, req, &mut rollback)?;
                 result.ips = ipam_result
                     .ips
                     .into_iter()
@@ -105,10 +107,9 @@ impl Plugin for Macvtap {
                 result.routes = ipam_result.routes;
                 result.dns = ipam_result.dns;
                 ipam::configure_iface(&ctr, index, 0, &result)
-                    .with_context(|| format!("configuring {ifname} with the IPAM result"))?;
-                Some(lease)
+                    .map_err(|e| Error::wrap(format!("configuring {ifname} with the IPAM result"), e))?;
             }
-        };
+        }
         // The config's DNS wins over IPAM's, as in the reference plugins.
         if let Some(dns) = req.conf.dns.as_ref().filter(|d| !d.is_empty()) {
             result.dns = dns.clone();
@@ -121,16 +122,14 @@ impl Plugin for Macvtap {
             iface.mtu = Some(link.mtu);
         }
         if node.made_by_hand() {
-            eprintln!(
-                "macvtap: devtmpfs made no {} for {ifname} (the name was taken when it \
+            tracing::warn!(
+                "devtmpfs made no {} for {ifname} (the name was taken when it \
                  registered); made it by hand",
                 node.path().display()
             );
         }
 
-        if let Some(lease) = lease {
-            lease.commit();
-        }
+        rollback.commit();
         node.keep();
         claim.keep();
         Ok(result)
@@ -140,34 +139,35 @@ impl Plugin for Macvtap {
     /// whatever a crashed ADD of this attachment left. Nothing gone is an error: not the
     /// namespace, not the interface.
     fn del(&self, req: &Request<MacvtapConf>) -> Result<()> {
+        let mut teardown = Teardown::new();
         // IPAM first, while the interface still exists (the dhcp plugin releases through it).
-        let released = match req.conf.ipam_type() {
-            Some(ipam_type) => ipam::exec_del(ipam_type, req),
-            None => Ok(()),
-        };
+        if let Some(ipam_type) = req.conf.ipam_type() {
+            teardown.step(ipam::exec_del(ipam_type, req));
+        }
         let own = &req.conf.plugin;
         let ifname = req.cmd.ifname.as_str();
         let temp = temp_name(&req.cmd.container_id, ifname);
-        if let Some(ctr_ns) = req.open_netns_if_exists()? {
-            let ctr = Netlink::in_netns(&ctr_ns)?;
-            let device_id = req
-                .conf
-                .runtime_config
-                .device_id
-                .as_deref()
-                .or(own.device_id.lenient().map(String::as_str));
-            // The names it has before the rename, should a crashed ADD have stopped there.
-            let mut names = vec![ifname.to_string(), temp.clone()];
-            names.extend(device_id.map(device_link_names).unwrap_or_default());
-            for name in &names {
-                delete_macvtap(&ctr, name)?;
+        if let Some(Some(ctr_ns)) = teardown.step(req.open_netns_if_exists()) {
+            if let Some(ctr) = teardown.step(Netlink::in_netns(&ctr_ns)) {
+                let device_id = req
+                    .conf
+                    .runtime_config
+                    .device_id
+                    .as_deref()
+                    .or(own.device_id.lenient().map(String::as_str));
+                // The names it has before the rename, should a crashed ADD have stopped there.
+                let mut names = vec![ifname.to_string(), temp.clone()];
+                names.extend(device_id.map(device_link_names).unwrap_or_default());
+                for name in &names {
+                    teardown.step(delete_macvtap(&ctr, name));
+                }
             }
         }
         if own.master.lenient().is_some() {
             // A crashed ADD may have stopped before moving it out of the host namespace.
-            delete_macvtap(&Netlink::current()?, &temp)?;
+            teardown.step(Netlink::current().and_then(|nl| delete_macvtap(&nl, &temp)));
         }
-        released
+        teardown.finish()
     }
 
     fn check(&self, req: &Request<MacvtapConf>) -> Result<()> {
@@ -200,7 +200,7 @@ impl Plugin for Macvtap {
             })?;
         let listed = &prev.interfaces[pos];
         if !listed.mac.is_empty() {
-            let mac = MacAddr::parse(&listed.mac).map_err(|e| e.context("prevResult"))?;
+            let mac = MacAddr::parse(&listed.mac).map_err(|e| Error::wrap("prevResult", e))?;
             check_mac(&link, mac, "prevResult lists")?;
         }
         if let Some(mtu) = listed.mtu {
@@ -234,10 +234,10 @@ impl Plugin for Macvtap {
             }
         }
         tap::check_node(ifname, link.index, settings.owner, settings.group)
-            .map_err(|e| e.context("CHECK"))?;
+            .map_err(|e| Error::wrap("CHECK", e))?;
         if let Some(ipam_type) = req.conf.ipam_type() {
             ipam::exec_check(ipam_type, req)?;
-            ipam::check_iface(&ctr, link.index, pos, prev).map_err(|e| e.context("CHECK"))?;
+            ipam::check_iface(&ctr, link.index, pos, prev).map_err(|e| Error::wrap("CHECK", e))?;
         }
         Ok(())
     }
@@ -276,8 +276,8 @@ fn delete_macvtap(nl: &Netlink, name: &str) -> Result<()> {
         return Ok(());
     };
     if !is_macvtap(&link) {
-        eprintln!(
-            "macvtap DEL: leaving {name} alone: it is a {} link, not a macvtap",
+        tracing::warn!(
+            "leaving {name} alone: it is a {} link, not a macvtap",
             kind(&link)
         );
         return Ok(());

@@ -10,7 +10,7 @@ use cni_common::mac::MacAddr;
 use cni_common::naming::stable_hash;
 use cni_common::netlink::{Link, Netlink};
 use cni_common::netns::NetNs;
-use cni_common::{Context, Error, Result};
+use cni_common::{Error, Result};
 
 /// The kind the kernel reports for a macvtap.
 pub const KIND: &str = "macvtap";
@@ -146,7 +146,7 @@ impl<'a> Claim<'a> {
         }
         ns.host
             .link_set_netns(host_index, ns.ctr_ns)
-            .with_context(|| format!("moving {name} into the container"))?;
+            .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
         let mut claim = Claim {
             ns,
             origin: Origin::DevicePlugin(original),
@@ -186,7 +186,7 @@ impl<'a> Claim<'a> {
         let index = ns
             .host
             .link_add_macvtap(name, parent.index, mode, mtu, mac)
-            .with_context(|| format!("creating a macvtap on {master}"))?;
+            .map_err(|e| Error::wrap(format!("creating a macvtap on {master}"), e))?;
         let mut claim = Claim {
             ns,
             origin: Origin::Created,
@@ -196,7 +196,7 @@ impl<'a> Claim<'a> {
         };
         ns.host
             .link_set_netns(index, ns.ctr_ns)
-            .with_context(|| format!("moving {name} into the container"))?;
+            .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
         claim.place = Place::Moved;
         claim.locate()?;
         Ok(claim)
@@ -239,13 +239,13 @@ impl<'a> Claim<'a> {
             self.ns
                 .ctr
                 .link_set_mtu(index, mtu)
-                .with_context(|| format!("setting the mtu of {} to {mtu}", self.name))?;
+                .map_err(|e| Error::wrap(format!("setting the mtu of {} to {mtu}", self.name), e))?;
         }
         if let Some(mac) = mac {
             self.ns
                 .ctr
                 .link_set_address(index, mac)
-                .with_context(|| format!("setting the mac of {} to {mac}", self.name))?;
+                .map_err(|e| Error::wrap(format!("setting the mac of {} to {mac}", self.name), e))?;
         }
         Ok(())
     }
@@ -302,11 +302,11 @@ impl Drop for Claim<'_> {
             Place::Moved => match self.ns.ctr.link_show(&self.name) {
                 Ok(Some(link)) => Place::Container(link.index),
                 Ok(None) => {
-                    eprintln!("macvtap rollback: {} is nowhere to be found", self.name);
+                    tracing::warn!("rollback: {} is nowhere to be found", self.name);
                     return;
                 }
                 Err(e) => {
-                    eprintln!("macvtap rollback of {}: {e}", self.name);
+                    tracing::warn!("rollback of {}: {e}", self.name);
                     return;
                 }
             },
@@ -325,7 +325,7 @@ impl Drop for Claim<'_> {
             (_, Place::Moved) => Vec::new(),
         };
         for e in errors {
-            eprintln!("macvtap rollback of {}: {e}", self.name);
+            tracing::warn!("rollback of {}: {e}", self.name);
         }
     }
 }

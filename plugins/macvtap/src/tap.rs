@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use cni_common::{Code, Context, Error, Result};
+use cni_common::{Code, Error, Result};
 use nix::sys::stat::{major, makedev, minor, mknod, Mode, SFlag};
 
 const DEV_DIR: &str = "/dev";
@@ -79,7 +79,7 @@ impl Drop for TapNode {
     fn drop(&mut self) {
         if self.made {
             if let Err(e) = self.remove_if_left_over() {
-                eprintln!("macvtap rollback: {e}");
+                tracing::warn!("rollback: {e}");
             }
         }
     }
@@ -153,9 +153,9 @@ pub fn ensure_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<T
                     // devtmpfs or udev made one meanwhile: look at it again.
                     Err(nix::Error::EEXIST) => continue,
                     Err(e) => {
-                        return Err(Error::from(e)).with_context(|| {
+                        return Err(Error::from(e)).map_err(|e| Error::wrap({
                             format!("mknod {} c {} {}", path.display(), major(rdev), minor(rdev))
-                        })
+                        }, e))
                     }
                 }
                 let node = TapNode {
@@ -187,7 +187,7 @@ pub fn check_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<()
             dev.netdev, dev.tap
         )),
         Node::Char { .. } => {
-            let meta = fs::metadata(&path).with_context(|| format!("stat {shown}"))?;
+            let meta = fs::metadata(&path).map_err(|e| Error::wrap(format!("stat {shown}"), e))?;
             if (meta.uid(), meta.gid()) != (owner, group) {
                 return fail(format!(
                     "{shown} is owned by {}:{}, configured {owner}:{group}",
@@ -233,7 +233,7 @@ fn inspect(path: &Path) -> Result<Node> {
     let meta = match fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Node::Missing),
-        Err(e) => return Err(e).with_context(|| format!("stat {}", path.display())),
+        Err(e) => return Err(Error::wrap(format!("stat {}", path.display()), e)),
     };
     if !meta.file_type().is_char_device() {
         return Ok(Node::Other);
@@ -282,7 +282,7 @@ fn char_device(major: u64, minor: u64) -> Option<CharDevice> {
 fn device_number(netdev: &str, tap: &str) -> Result<u64> {
     let major = macvtap_major()?;
     let prefix = format!("{major}:");
-    let entries = fs::read_dir(SYS_DEV_CHAR).with_context(|| format!("listing {SYS_DEV_CHAR}"))?;
+    let entries = fs::read_dir(SYS_DEV_CHAR).map_err(|e| Error::wrap(format!("listing {SYS_DEV_CHAR}"), e))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(minor) = name
@@ -305,7 +305,7 @@ fn device_number(netdev: &str, tap: &str) -> Result<u64> {
 /// use, which it is once a macvtap exists).
 fn macvtap_major() -> Result<u64> {
     let text =
-        fs::read_to_string(PROC_DEVICES).with_context(|| format!("reading {PROC_DEVICES}"))?;
+        fs::read_to_string(PROC_DEVICES).map_err(|e| Error::wrap(format!("reading {PROC_DEVICES}"), e))?;
     parse_major(&text, "macvtap")
         .ok_or_else(|| Error::system(format!("{PROC_DEVICES} lists no macvtap character device")))
 }
@@ -323,13 +323,13 @@ fn parse_major(text: &str, driver: &str) -> Option<u64> {
 
 fn chown(path: &Path, owner: u32, group: u32) -> Result<()> {
     std::os::unix::fs::chown(path, Some(owner), Some(group))
-        .with_context(|| format!("chown {owner}:{group} {}", path.display()))
+        .map_err(|e| Error::wrap(format!("chown {owner}:{group} {}", path.display()), e))
 }
 
 fn remove(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("removing {}", path.display()))
+            Err(Error::wrap(format!("removing {}", path.display()), e))
         }
         _ => Ok(()),
     }

@@ -160,32 +160,9 @@ impl<'a> CachedNetConf<'a> {
     }
 }
 
-/// The attachment's file, written by this ADD: dropping it without [`Written::keep`] removes it
-/// again.
-pub struct Written {
-    path: PathBuf,
-    kept: bool,
-}
-
-impl Written {
-    pub fn keep(mut self) {
-        self.kept = true;
-    }
-}
-
-impl Drop for Written {
-    fn drop(&mut self) {
-        if !self.kept {
-            if let Err(e) = remove_file(&self.path) {
-                eprintln!("ovs rollback: {e}");
-            }
-        }
-    }
-}
-
 /// Writes the attachment's file into the cache directory, atomically (a temporary file renamed
-/// over it), as ovs-cni's ADD does before it creates anything.
-pub fn write(key: &str, entry: &CachedNetConf) -> Result<Written> {
+/// over it), as ovs-cni's ADD does before it creates anything. Returns the file's path.
+pub fn write(key: &str, entry: &CachedNetConf) -> Result<PathBuf> {
     check_key(key)?;
     let [dir, _] = dirs();
     let failed = |what: &str, path: &Path, e: io::Error| {
@@ -215,7 +192,7 @@ pub fn write(key: &str, entry: &CachedNetConf) -> Result<Written> {
         let _ = fs::remove_file(&temp);
         return Err(failed("writing", &path, e));
     }
-    Ok(Written { path, kept: false })
+    Ok(path)
 }
 
 /// Removes the attachment's file from both directories; a missing one is not an error.
@@ -227,7 +204,7 @@ pub fn remove(key: &str) -> Result<()> {
     Ok(())
 }
 
-fn remove_file(path: &Path) -> Result<()> {
+pub fn remove_file(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),

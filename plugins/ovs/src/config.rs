@@ -136,8 +136,8 @@ pub fn load(conf: &NetConf<OvsConf>) -> Result<OvsConf> {
     }
     if let Some(path) = explicit {
         // ovs-cni falls through silently; say so where an operator can see it.
-        eprintln!(
-            "ovs: configuration_path {} does not exist; using the network config alone",
+        tracing::warn!(
+            "configuration_path {} does not exist; using the network config alone",
             path.display()
         );
     }

@@ -25,7 +25,7 @@ use cni_common::netlink::{Link, Netlink};
 use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
 use cni_common::version::ResultFormat;
-use cni_common::{Code, Error, Result};
+use cni_common::{Code, Error, Result, Rollback, Teardown};
 
 use crate::arp::PacketSocket;
 use crate::attachment::{attachment_id, Attachment};
@@ -68,12 +68,15 @@ impl Plugin for Ovs {
         let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
         let ns = req.open_netns()?;
         let att = Attachment::of(req);
+        let host_nl = Netlink::current()?;
+        // Each step below records its undo; a failure (an early return) undoes them all.
+        let mut rollback = Rollback::new();
         // What ovs-cni's DEL needs, written first as ovs-cni does; removed again on failure.
         let cached = cache::write(
             &cache::key(&req.cmd.container_id, &req.cmd.ifname),
             &CachedNetConf::new(&req.conf, &conf, &s.bridge),
         )?;
-        let host_nl = Netlink::current()?;
+        rollback.push("ovs-cni's cache file", move || cache::remove_file(&cached));
         // One trip into the namespace for both sockets; they stay bound to it.
         let (ctr_nl, packets) = ns.run(|| {
             let nl = Netlink::current()?;
@@ -85,17 +88,14 @@ impl Plugin for Ovs {
         })?;
 
         // IPAM first, so an address-derived MAC can be set when the veth is created.
-        let (mut result, lease) = match ipam_type {
-            Some(t) => {
-                let (r, l) = ipam::exec_add(t, req)?;
-                (r, Some(l))
-            }
-            None => (CniResult::default(), None),
+        let mut result = match ipam_type {
+            Some(t) => ipam::exec_add(t, req, &mut rollback)?,
+            None => CniResult::default(),
         };
         // As ovs-cni: from the first address, whatever its family.
         let first_ip = result.ips.first().map(|ip| ip.address.ip());
         let mac = s.mac.or(first_ip.map(config::mac_from_ip));
-        let (veth, host_link) = veth::create(
+        let host_link = veth::create(
             &host_nl,
             &ns,
             &VethSpec {
@@ -105,6 +105,10 @@ impl Plugin for Ovs {
                 container_mac: mac,
             },
         )?;
+        let (host_index, nl) = (host_link.index, &host_nl);
+        rollback.push(format!("the veth {}", host_link.name), move || {
+            nl.link_del(host_index)
+        });
         let ctr_link = ctr_nl.link_show(&req.cmd.ifname)?.ok_or_else(|| {
             Error::system(format!(
                 "{} vanished from the container right after it was created",
@@ -124,8 +128,14 @@ impl Plugin for Ovs {
                 ofport_request: s.ofport_request,
             },
         )?;
+        let endpoint = &s.endpoint;
+        rollback.push(format!("the port {}", att.host_veth), move || {
+            // The ADD's own connection is still in use: the undo opens another.
+            let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+            vsctl::del_ports(&mut ovs, &[&port])
+        });
 
-        let finished = (|| -> Result<()> {
+        {
             ctr_nl.link_set_up(ctr_link.index)?;
             if ipam_type.is_some() {
                 // As ovs-cni: addresses go on once OVS forwards for the port, so the first
@@ -140,7 +150,7 @@ impl Plugin for Ovs {
                         if let IpAddr::V4(v4) = ip.address.ip() {
                             // An optimisation for neighbours' caches: not worth failing ADD.
                             if let Err(e) = packets.send_gratuitous_arp(ctr_link.index, mac, v4) {
-                                eprintln!("ovs ADD: {e}");
+                                tracing::info!("gratuitous ARP not sent: {e}");
                             }
                         }
                     }
@@ -154,19 +164,9 @@ impl Plugin for Ovs {
                 result.dns = dns.clone();
             }
             // Fail here, while everything can still be undone, if the result cannot be printed.
-            result.to_value(req.version).map(drop)
-        })();
-        if let Err(e) = finished {
-            if let Err(undo) = vsctl::del_ports(&mut ovs, &[&port]) {
-                eprintln!("ovs rollback: removing port {}: {undo}", att.host_veth);
-            }
-            return Err(e);
+            result.to_value(req.version)?;
         }
-        veth.keep();
-        cached.keep();
-        if let Some(lease) = lease {
-            lease.commit();
-        }
+        rollback.commit();
         Ok(result)
     }
 
@@ -177,48 +177,40 @@ impl Plugin for Ovs {
     /// included; fails (code 11) only when OVSDB cannot be reached, after the rest is done.
     fn del(&self, req: &Request<OvsConf>) -> Result<()> {
         let conf = config::load(&req.conf).unwrap_or_else(|e| {
-            eprintln!("ovs DEL: {e}; using the network config alone");
+            tracing::warn!("{e}; using the network config alone");
             req.conf.plugin.clone()
         });
         let att = Attachment::of(req);
-        let mut errors = Vec::new();
+        let mut teardown = Teardown::new();
         // IPAM first, as ovs-cni does.
         if let Some(t) = req.conf.ipam_type() {
-            if let Err(e) = ipam::exec_del(t, req) {
-                errors.push(e);
-            }
+            teardown.step(ipam::exec_del(t, req));
         }
         let mut veths = BTreeSet::from([att.host_veth.clone()]);
         let nl = Netlink::current()?;
         match conf.endpoint() {
             // ADD cannot have reached OVSDB with this config: there is nothing there to remove.
-            Err(e) => eprintln!("ovs DEL: {e}"),
+            Err(e) => tracing::info!("{e}: nothing of this attachment can be in OVSDB"),
             Ok(endpoint) => match remove_ports(&endpoint, &att, req) {
                 Ok(names) => veths.extend(names),
-                Err(e) => errors.push(e),
+                Err(e) => teardown.extend([e]),
             },
         }
         if req.cmd.netns.is_empty() {
             // Nothing names ovs-cni's port then; it is among those whose device is gone.
             if let (Ok(endpoint), Some(bridge)) = (conf.endpoint(), conf_bridge(&conf, req)) {
-                if let Err(e) = remove_dead_ports(&endpoint, &bridge, &nl) {
-                    errors.push(e);
-                }
+                teardown.step(remove_dead_ports(&endpoint, &bridge, &nl));
             }
         }
         for name in &veths {
-            if let Err(e) = del_host_veth(&nl, name) {
-                errors.push(e);
-            }
+            teardown.step(del_host_veth(&nl, name));
         }
         // Last, and only once the rest is done: should the node go back to ovs-cni before a
         // retry, ovs-cni's DEL still finds it.
-        if errors.is_empty() {
-            if let Err(e) = cache::remove(&cache::key(&req.cmd.container_id, &req.cmd.ifname)) {
-                errors.push(e);
-            }
+        if teardown.is_clean() {
+            teardown.step(cache::remove(&cache::key(&req.cmd.container_id, &req.cmd.ifname)));
         }
-        first_error("DEL", errors)
+        teardown.finish()
     }
 
     fn check(&self, req: &Request<OvsConf>) -> Result<()> {
@@ -319,16 +311,12 @@ impl Plugin for Ovs {
     fn gc(&self, req: &Request<OvsConf>) -> Result<()> {
         let conf = config::load(&req.conf)?;
         let endpoint = conf.endpoint()?;
-        let mut errors = Vec::new();
-        if let Err(e) = remove_stale_ports(&endpoint, req) {
-            errors.push(e);
-        }
+        let mut teardown = Teardown::new();
+        teardown.step(remove_stale_ports(&endpoint, req));
         if let Some(bridge) = conf_bridge(&conf, req) {
             let removed =
                 Netlink::current().and_then(|nl| remove_dead_ports(&endpoint, &bridge, &nl));
-            if let Err(e) = removed {
-                errors.push(e);
-            }
+            teardown.step(removed);
         }
         let keep: Vec<String> = req
             .conf
@@ -336,15 +324,11 @@ impl Plugin for Ovs {
             .iter()
             .map(|a| cache::key(&a.container_id, &a.ifname))
             .collect();
-        if let Err(e) = cache::remove_stale(&req.conf.name, &keep) {
-            errors.push(e);
-        }
+        teardown.step(cache::remove_stale(&req.conf.name, &keep));
         if let Some(t) = req.conf.ipam_type() {
-            if let Err(e) = ipam::exec_gc(t, req) {
-                errors.push(e);
-            }
+            teardown.step(ipam::exec_gc(t, req));
         }
-        first_error("GC", errors)
+        teardown.finish()
     }
 }
 
@@ -376,13 +360,11 @@ fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()>
     let uuids: Vec<&str> = stale.iter().map(|p| p.uuid.as_str()).collect();
     vsctl::del_ports(&mut ovs, &uuids)?;
     let nl = Netlink::current()?;
-    let mut errors = Vec::new();
+    let mut teardown = Teardown::new();
     for port in &stale {
-        if let Err(e) = del_host_veth(&nl, &port.name) {
-            errors.push(e);
-        }
+        teardown.step(del_host_veth(&nl, &port.name));
     }
-    first_error("GC", errors)
+    teardown.finish()
 }
 
 /// Ports on `bridge` owned by ovs-cni (not made by this plugin, whose ports GC and DEL find by
@@ -502,13 +484,3 @@ fn mismatch(msg: impl std::fmt::Display) -> Error {
     Error::system(format!("CHECK: {msg}"))
 }
 
-fn first_error(what: &str, mut errors: Vec<Error>) -> Result<()> {
-    for e in &errors {
-        eprintln!("ovs {what}: {e}");
-    }
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.remove(0)),
-        n => Err(errors.remove(0).context(format!("{n} errors, the first"))),
-    }
-}

@@ -7,15 +7,6 @@ use cni_common::netlink::{Link, Netlink, Veth};
 use cni_common::netns::NetNs;
 use cni_common::Result;
 
-/// A pair created by this call: dropping it without [`HostVeth::keep`] deletes the host end, and
-/// the kernel takes the container end with it.
-pub struct HostVeth<'a> {
-    nl: &'a Netlink,
-    index: u32,
-    name: String,
-    kept: bool,
-}
-
 /// What the pair looks like.
 #[derive(Debug, Clone, Copy)]
 pub struct VethSpec<'a> {
@@ -27,15 +18,10 @@ pub struct VethSpec<'a> {
 }
 
 /// `ip link add <host> mtu M up type veth peer name <ifname> netns <ns> address A mtu M`.
-/// `host_nl` is a socket in the host namespace. Returns the guard and the host end as the
-/// kernel reports it.
-pub fn create<'a>(
-    host_nl: &'a Netlink,
-    ns: &NetNs,
-    spec: &VethSpec,
-) -> Result<(HostVeth<'a>, Link)> {
+/// `host_nl` is a socket in the host namespace. Returns the host end as the kernel reports it.
+pub fn create(host_nl: &Netlink, ns: &NetNs, spec: &VethSpec) -> Result<Link> {
     // Created up, so no further request is needed for the host end.
-    let link = host_nl.link_add_veth_show(&Veth {
+    host_nl.link_add_veth_show(&Veth {
         name: spec.host_name,
         peer_name: spec.container_name,
         peer_netns: Some(ns),
@@ -43,30 +29,5 @@ pub fn create<'a>(
         peer_mac: spec.container_mac,
         up: true,
         ..Veth::default()
-    })?;
-    let veth = HostVeth {
-        nl: host_nl,
-        index: link.index,
-        name: link.name.clone(),
-        kept: false,
-    };
-    Ok((veth, link))
-}
-
-impl HostVeth<'_> {
-    /// The ADD succeeded: leave the pair in place.
-    pub fn keep(mut self) {
-        self.kept = true;
-    }
-}
-
-impl Drop for HostVeth<'_> {
-    fn drop(&mut self) {
-        if self.kept {
-            return;
-        }
-        if let Err(e) = self.nl.link_del(self.index) {
-            eprintln!("ovs rollback: deleting veth {}: {e}", self.name);
-        }
-    }
+    })
 }

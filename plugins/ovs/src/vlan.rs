@@ -27,8 +27,8 @@ impl PortVlan {
             Some(entries) if !entries.is_empty() => {
                 let trunks = collect_trunk("trunk", entries, 0)?;
                 if vlan.is_some() {
-                    eprintln!(
-                        "ovs: both vlan and trunk are set: the port is a trunk and vlan is not used"
+                    tracing::warn!(
+                        "both vlan and trunk are set: the port is a trunk and vlan is not used"
                     );
                 }
                 Ok(PortVlan::Trunk { trunks })

@@ -27,9 +27,9 @@ impl Allowlist {
     pub fn load(path: &Path) -> Result<Allowlist> {
         match std::fs::read_to_string(path) {
             Ok(text) => Allowlist::parse(&text)
-                .map_err(|e| e.context(format!("allowlist {}", path.display()))),
+                .map_err(|e| Error::wrap(format!("allowlist {}", path.display()), e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Allowlist::none()),
-            Err(e) => Err(Error::from(e).context(format!("reading {}", path.display()))),
+            Err(e) => Err(Error::wrap(format!("reading {}", path.display()), e)),
         }
     }
 

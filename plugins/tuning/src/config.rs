@@ -144,7 +144,7 @@ fn resolve_sysctls(
             .map(|part| if part == "IFNAME" { ifname } else { part })
             .collect::<Vec<_>>()
             .join("/");
-        validate_sysctl_path(&path).map_err(|e| e.context(format!("sysctl {key:?}")))?;
+        validate_sysctl_path(&path).map_err(|e| Error::wrap(format!("sysctl {key:?}"), e))?;
         let value = value.into_string();
         if value.contains('\n') || value.contains('\0') {
             return Err(Error::invalid_config(format!(

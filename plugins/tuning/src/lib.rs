@@ -12,9 +12,9 @@ use cni_common::netlink::{Link, Netlink};
 use cni_common::netns::NetNs;
 use cni_common::result::CniResult;
 use cni_common::skel::{Plugin, Request};
-use cni_common::state::{attachment_file_name, StateDir};
+use cni_common::state::{attachment_file_name, StateDir, UNREADABLE};
 use cni_common::sysctl::{sysctl_read, sysctl_write};
-use cni_common::{Code, Context, Error, Result};
+use cni_common::{Code, Error, Result, Rollback, Teardown};
 
 use crate::allowlist::{Allowlist, ALLOWLIST_PATH};
 use crate::backup::Backup;
@@ -43,7 +43,7 @@ impl Plugin for Tuning {
         let changes = settings.touches_link() || !settings.sysctls.is_empty();
         // One trip into the namespace (each costs a thread) for the socket, the interface, the
         // saved originals and the sysctls.
-        let (nl, link, backup) = ns.run(|| {
+        let (nl, link, saved) = ns.run(|| {
             let nl = Netlink::current()?;
             let link = container_link(&nl, &req.cmd.ifname)?;
             if !changes {
@@ -51,8 +51,18 @@ impl Plugin for Tuning {
             }
             let paths: Vec<String> = settings.sysctls.iter().map(|s| s.path.clone()).collect();
             let mut backup = Backup::capture(&settings, &link, read_sysctls(&paths)?);
-            if let Some(earlier) = store.read::<Backup>(&file).ok().flatten() {
-                backup = backup.keep_originals_from(earlier);
+            match store.read::<Backup>(&file) {
+                Ok(Some(earlier)) => backup = backup.keep_originals_from(earlier),
+                Ok(None) => {}
+                // The originals it holds are lost to us, but not to a person: keep it aside.
+                Err(e) => {
+                    let aside = store.set_aside(&file)?;
+                    tracing::warn!(
+                        "{}; kept as {aside}, and the values now in place are saved as the \
+                         originals",
+                        e.msg()
+                    );
+                }
             }
             backup.container_id = Some(req.cmd.container_id.clone());
             backup.ifname = Some(req.cmd.ifname.clone());
@@ -60,22 +70,22 @@ impl Plugin for Tuning {
             // Saved before the first change, so a crash part-way is still undone by DEL.
             store
                 .write(&file, &backup)
-                .context("saving the values to restore")?;
-            if let Err(e) = write_sysctls(&settings) {
-                rolled_back(restore_sysctls(&backup.sysctl), &store, &file);
-                return Err(e);
-            }
-            Ok((nl, link, Some(backup)))
+                .map_err(|e| Error::wrap("saving the values to restore", e))?;
+            // Still in the namespace: the sysctls are written on this trip.
+            let sysctls = write_sysctls(&settings);
+            Ok((nl, link, Some((backup, sysctls))))
         })?;
-        if let Some(backup) = &backup {
-            if let Err(e) = set_link(&nl, &link, &settings) {
-                let leftovers = ns
-                    .run(|| Ok(restore(&nl, link.index, backup)))
-                    .unwrap_or_else(|e| vec![e]);
-                rolled_back(leftovers, &store, &file);
-                return Err(e);
-            }
+        let mut rollback = Rollback::new();
+        if let Some((backup, sysctls)) = saved {
+            let (nl, ns, store, file) = (&nl, &ns, &store, &file);
+            let index = link.index;
+            rollback.push("the values tuning replaced", move || {
+                put_back(ns, nl, index, &backup, store, file)
+            });
+            sysctls?;
+            set_link(nl, &link, &settings)?;
         }
+        rollback.commit();
 
         let mut result = prev.clone();
         if let Some(mac) = settings.mac {
@@ -94,8 +104,15 @@ impl Plugin for Tuning {
     fn del(&self, req: &Request<TuningConf>) -> Result<()> {
         let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
         let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
-        let Some(backup) = store.read::<Backup>(&file).ok().flatten() else {
-            return store.remove(&file);
+        let backup = match store.read::<Backup>(&file) {
+            Ok(Some(backup)) => backup,
+            Ok(None) => return Ok(()),
+            // Nothing can be restored from it; the file stays for a person to read, and GC
+            // removes it once the attachment is gone.
+            Err(e) => {
+                tracing::warn!("{}; nothing restored, the file is kept", e.msg());
+                return Ok(());
+            }
         };
         let Some(ns) = req.open_netns_if_exists()? else {
             // The namespace and everything in it is gone: nothing left to restore.
@@ -203,13 +220,24 @@ impl Plugin for Tuning {
     fn gc(&self, req: &Request<TuningConf>) -> Result<()> {
         let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
         let valid = req.conf.gc_valid_attachments();
-        let mut errors = Vec::new();
+        let gone = |name: &str| {
+            !valid
+                .iter()
+                .any(|a| attachment_file_name(&a.container_id, &a.ifname) == name)
+        };
+        let mut teardown = Teardown::new();
         for name in store.list()? {
             let backup = match store.read::<Backup>(&name) {
                 Ok(Some(b)) => b,
                 Ok(None) => continue,
+                // Unreadable (or set aside by ADD): its network is unknown, and no DEL can
+                // restore anything from it; it goes with its attachment.
                 Err(e) => {
-                    errors.push(e.context(&name));
+                    let attachment = name.strip_suffix(UNREADABLE).unwrap_or(&name);
+                    if gone(attachment) {
+                        tracing::warn!("{}; removed", e.msg());
+                        teardown.step(store.remove(&name));
+                    }
                     continue;
                 }
             };
@@ -222,12 +250,10 @@ impl Plugin for Tuning {
                     && Some(&a.ifname) == backup.ifname.as_ref()
             });
             if !kept {
-                if let Err(e) = store.remove(&name) {
-                    errors.push(e);
-                }
+                teardown.step(store.remove(&name));
             }
         }
-        first_error("GC", errors)
+        teardown.finish()
     }
 }
 
@@ -291,7 +317,7 @@ fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
 /// Writes the configured sysctls; called inside the namespace.
 fn write_sysctls(s: &Settings) -> Result<()> {
     s.sysctls.iter().try_for_each(|sc| {
-        sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
+        sysctl_write(&sc.path, &sc.value).map_err(|e| Error::wrap(format!("sysctl {}", sc.key), e))
     })
 }
 
@@ -300,33 +326,46 @@ fn set_link(nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
     let i = link.index;
     if let Some(mac) = s.mac {
         nl.link_set_address(i, &mac)
-            .with_context(|| format!("setting mac of {} to {mac}", link.name))?;
+            .map_err(|e| Error::wrap(format!("setting mac of {} to {mac}", link.name), e))?;
     }
     if s.promisc {
         nl.link_set_promisc(i, true)
-            .with_context(|| format!("setting {} promiscuous", link.name))?;
+            .map_err(|e| Error::wrap(format!("setting {} promiscuous", link.name), e))?;
     }
     if let Some(mtu) = s.mtu {
         nl.link_set_mtu(i, mtu)
-            .with_context(|| format!("setting mtu of {} to {mtu}", link.name))?;
+            .map_err(|e| Error::wrap(format!("setting mtu of {} to {mtu}", link.name), e))?;
     }
     if let Some(on) = s.allmulti {
         nl.link_set_allmulti(i, on)
-            .with_context(|| format!("setting allmulticast of {} to {on}", link.name))?;
+            .map_err(|e| Error::wrap(format!("setting allmulticast of {} to {on}", link.name), e))?;
     }
     if let Some(len) = s.tx_qlen {
         nl.link_set_txqlen(i, len)
-            .with_context(|| format!("setting txqueuelen of {} to {len}", link.name))?;
+            .map_err(|e| Error::wrap(format!("setting txqueuelen of {} to {len}", link.name), e))?;
     }
     Ok(())
 }
 
-/// A failed ADD: the state is dropped only when everything was put back.
-fn rolled_back(leftovers: Vec<Error>, store: &StateDir, file: &str) {
-    report("rollback", &leftovers);
-    if leftovers.is_empty() {
-        let _ = store.remove(file);
+/// Undoes a failed ADD: restores what it changed and, only once everything is back, drops the
+/// saved state (what is left stays for DEL or GC).
+fn put_back(
+    ns: &NetNs,
+    nl: &Netlink,
+    index: u32,
+    backup: &Backup,
+    store: &StateDir,
+    file: &str,
+) -> Result<()> {
+    let leftovers = ns
+        .run(|| Ok(restore(nl, index, backup)))
+        .unwrap_or_else(|e| vec![e]);
+    let mut teardown = Teardown::new();
+    teardown.extend(leftovers);
+    if teardown.is_clean() {
+        teardown.step(store.remove(file));
     }
+    teardown.finish()
 }
 
 /// Puts the saved values back, in reverse order, carrying on past failures. Called inside the
@@ -335,7 +374,7 @@ fn restore(nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
     let mut errors = Vec::new();
     let mut attempt = |r: Result<()>, what: &str| {
         if let Err(e) = r {
-            errors.push(e.context(format!("restoring {what}")));
+            errors.push(Error::wrap(format!("restoring {what}"), e));
         }
     };
     if let Some(len) = b.tx_qlen {
@@ -366,7 +405,7 @@ fn restore_sysctls(sysctl: &BTreeMap<String, String>) -> Vec<Error> {
         .filter(|(path, _)| Path::new("/proc/sys").join(path).exists())
         .filter_map(|(path, value)| {
             sysctl_write(path, value)
-                .with_context(|| format!("restoring sysctl {path}"))
+                .map_err(|e| Error::wrap(format!("restoring sysctl {path}"), e))
                 .err()
         })
         .collect()
@@ -374,15 +413,7 @@ fn restore_sysctls(sysctl: &BTreeMap<String, String>) -> Vec<Error> {
 
 fn report(what: &str, errors: &[Error]) {
     for e in errors {
-        eprintln!("tuning {what}: {e}");
+        tracing::warn!("{what}: {}", e.msg());
     }
 }
 
-fn first_error(what: &str, mut errors: Vec<Error>) -> Result<()> {
-    report(what, &errors);
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.remove(0)),
-        n => Err(errors.remove(0).context(format!("{n} errors, the first"))),
-    }
-}

@@ -123,6 +123,11 @@ impl Node {
         self.host.netns().exec_ok("nft", &["list", "ruleset"])
     }
 
+    /// Where host-local keeps this node's leases (its `dataDir`).
+    pub fn leases_dir(&self) -> &std::path::Path {
+        self.leases.path()
+    }
+
     /// Lease files host-local holds for networks of this node.
     pub fn leases(&self) -> Vec<String> {
         netns_tests::files_under(self.leases.path())
