@@ -129,6 +129,66 @@ fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
 }
 
 #[test]
+fn del_keeps_an_unreadable_state_file_and_says_so() {
+    let a = Attachment::new("tuning-corrupt-del");
+    let conf = a.config(json!({"mtu": 1400}));
+    expect_success(&a.call("ADD", &conf), "ADD");
+    let [state] = a.state_files().try_into().expect("one state file");
+    let path = a.data_dir.path().join(&state);
+    std::fs::write(&path, "{not json").expect("corrupt the state");
+    let out = a.call("DEL", &conf);
+    expect_success(&out, "DEL with an unreadable state file");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is corrupt"), "not reported: {stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("the file is kept"),
+        "{not json"
+    );
+}
+
+#[test]
+fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
+    let a = Attachment::new("tuning-corrupt-add");
+    let conf = a.config(json!({"mtu": 1400}));
+    expect_success(&a.call("ADD", &conf), "ADD");
+    let [state] = a.state_files().try_into().expect("one state file");
+    std::fs::write(a.data_dir.path().join(&state), "{not json").expect("corrupt the state");
+    let out = a.call("ADD", &conf);
+    expect_success(&out, "ADD over an unreadable backup");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is corrupt"));
+    let aside = a.data_dir.path().join(format!("{}.unreadable", state.display()));
+    assert_eq!(
+        std::fs::read_to_string(&aside).expect("set aside"),
+        "{not json"
+    );
+    expect_success(&a.call("DEL", &conf), "DEL");
+}
+
+#[test]
+fn gc_removes_unreadable_state_of_attachments_that_are_gone() {
+    let keep = Attachment::new("tuning-corrupt-gc-keep");
+    let lose = Attachment::new("tuning-corrupt-gc-lose");
+    let dir = keep.data_dir.path();
+    let mut conf = keep.config(json!({"mtu": 1400}));
+    expect_success(&keep.call("ADD", &conf), "ADD keep");
+    let mut lose_conf = lose.config(json!({"mtu": 1400}));
+    lose_conf["dataDir"] = json!(dir);
+    expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
+    for file in netns_tests::files_under(dir) {
+        std::fs::write(dir.join(file), "{not json").expect("corrupt the state");
+    }
+    conf.as_object_mut().map(|c| c.remove("prevResult"));
+    conf["cni.dev/valid-attachments"] =
+        json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
+    expect_success(&call("GC", "", "", &conf, &[]), "GC");
+    let left: Vec<String> = netns_tests::files_under(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(left, [format!("{}_{IFNAME}.json", keep.container_id)]);
+}
+
+#[test]
 fn del_succeeds_when_the_link_is_gone_and_twice() {
     let a = Attachment::new("tuning-nolink");
     let conf = a.config(json!({"mtu": 1400}));
