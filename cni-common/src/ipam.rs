@@ -188,6 +188,18 @@ fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
         .is_some_and(|v| v.iter().any(|v| v.as_str() == Some("1.1.0"))))
 }
 
+/// `a, b, c` as a person reads it, or `none`.
+pub fn list_or_none<T: std::fmt::Display>(items: &[T]) -> String {
+    if items.is_empty() {
+        return "none".into();
+    }
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The gateways of the result's addresses on interface `pos`: the first IPv4 and IPv6 one.
 fn gateways(result: &CniResult, pos: usize) -> (Option<IpAddr>, Option<IpAddr>) {
     let mut v4 = None;
@@ -257,8 +269,9 @@ pub fn check_iface(nl: &Netlink, index: u32, pos: usize, result: &CniResult) -> 
     {
         if !addrs.contains(&ip.address) {
             return Err(Error::system(format!(
-                "address {} is not on the interface (it has {addrs:?})",
-                ip.address
+                "address {} is not on the interface (it has {})",
+                ip.address,
+                list_or_none(&addrs)
             )));
         }
     }

@@ -77,6 +77,19 @@ fn check_iface_reports_a_missing_address_and_a_missing_route() {
 }
 
 #[test]
+fn check_iface_names_the_addresses_the_interface_has_as_ip_prints_them() {
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    let index = veth_in(&nl, "net1", "peer1");
+    configure_iface(&nl, index, 1, &sample()).expect("configure");
+    ip(&ns, &["addr", "del", "10.77.0.5/24", "dev", "net1"]);
+    ip(&ns, &["addr", "add", "10.77.0.6/24", "dev", "net1"]);
+    let e = check_iface(&nl, index, 1, &sample()).expect_err("address replaced");
+    assert!(e.msg().contains("(it has 10.77.0.6/24"), "{}", e.msg());
+    assert!(!e.msg().contains("V4("), "Rust debug output: {}", e.msg());
+}
+
+#[test]
 fn configure_iface_fails_on_a_route_the_kernel_refuses() {
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");

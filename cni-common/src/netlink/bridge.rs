@@ -28,6 +28,20 @@ pub struct PortVlan {
     pub untagged: bool,
 }
 
+/// As `bridge vlan show` prints it: `10 PVID Egress Untagged`.
+impl std::fmt::Display for PortVlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.vid)?;
+        if self.pvid {
+            write!(f, " PVID")?;
+        }
+        if self.untagged {
+            write!(f, " Egress Untagged")?;
+        }
+        Ok(())
+    }
+}
+
 impl PortVlan {
     /// An access VLAN: PVID and untagged.
     pub fn access(vid: u16) -> PortVlan {

@@ -472,8 +472,8 @@ fn check_attachment(
     if let Some(mac) = expected_mac {
         if container.mac != Some(mac) {
             return Err(Error::system(format!(
-                "{ifname} has MAC {:?}, the result says {mac}",
-                container.mac.map(|m| m.to_string())
+                "{ifname} has MAC {}, the result says {mac}",
+                container.mac.map_or("none".into(), |m| m.to_string())
             )));
         }
     }
@@ -533,8 +533,10 @@ fn check_port_vlans(
     want.sort_unstable();
     if have != want {
         return Err(Error::system(format!(
-            "port {} has VLANs {:?}, the config asks for {:?}",
-            host.name, have, want
+            "port {} has VLANs {}, the config asks for {}",
+            host.name,
+            ipam::list_or_none(&have),
+            ipam::list_or_none(&want)
         )));
     }
     Ok(())

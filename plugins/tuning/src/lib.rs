@@ -154,9 +154,9 @@ impl Plugin for Tuning {
         if let Some(mac) = settings.mac {
             if link.mac != Some(mac) {
                 return Err(mismatch(format!(
-                    "{} has mac {:?}, configured {mac}",
+                    "{} has mac {}, configured {mac}",
                     link.name,
-                    link.mac.map(|m| m.to_string())
+                    link.mac.map_or("none".into(), |m| m.to_string())
                 )));
             }
         }
@@ -168,9 +168,9 @@ impl Plugin for Tuning {
             let listed = cni_common::mac::MacAddr::parse(&iface.mac).ok();
             if listed != link.mac {
                 return Err(mismatch(format!(
-                    "{} has mac {:?}, prevResult lists {}",
+                    "{} has mac {}, prevResult lists {}",
                     link.name,
-                    link.mac.map(|m| m.to_string()),
+                    link.mac.map_or("none".into(), |m| m.to_string()),
                     iface.mac
                 )));
             }
