@@ -26,6 +26,14 @@ pub struct Report {
     pub skipped: usize,
 }
 
+/// Prints a `# text` comment line. Not println!: a closed stdout must not turn cleanup into a
+/// panic.
+pub fn comment(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "# {text}");
+    let _ = out.flush();
+}
+
 /// The line printed for one check.
 pub fn line(name: &str, outcome: &Outcome) -> String {
     match outcome {
@@ -74,6 +82,17 @@ impl Report {
             "{} passed, {} failed, {} skipped",
             self.passed, self.failed, self.skipped
         )
+    }
+}
+
+/// A short, single-line excerpt of some output, for messages.
+pub fn excerpt(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 160 {
+        let cut: String = flat.chars().take(160).collect();
+        format!("{cut}...")
+    } else {
+        flat
     }
 }
 
