@@ -72,11 +72,7 @@ impl Runner {
             .arg(host_ns)
             .arg(&self.plugin)
             .env_clear()
-            .env("PATH", &self.path_env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .env("PATH", &self.path_env);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -95,11 +91,15 @@ impl Runner {
     }
 }
 
-/// Runs `cmd` (stdin, stdout and stderr piped, in a process group of its own) with `stdin` as
-/// its input. Like a runtime, it waits for the plugin to exit and for its output to end: a
-/// process the plugin left holding stdout counts against the time limit. When `timeout` runs
-/// out, the process group is killed.
+/// Runs `cmd` in a process group of its own with `stdin` as its input and its stdout and stderr
+/// captured through pipes. Like a runtime, it waits for the plugin to exit and for its output to
+/// end: a process the plugin left holding stdout counts against the time limit. When `timeout`
+/// runs out, the process group is killed.
 fn run_piped(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
     let failed = |e: String| Output {
         exit: Exit::SpawnFailed(e),
         stdout: Vec::new(),
@@ -242,7 +242,8 @@ pub fn run_captured(mut cmd: Command, timeout: Duration) -> HookOutput {
         stdout: String::new(),
         stderr: String::new(),
     };
-    let (mut out_file, mut err_file) = match (scratch_file(), scratch_file()) {
+    // Already unlinked: they vanish with their last descriptor.
+    let (mut out_file, mut err_file) = match (tempfile::tempfile(), tempfile::tempfile()) {
         (Ok(o), Ok(e)) => (o, e),
         (Err(e), _) | (_, Err(e)) => return failed(format!("cannot create a temp file: {e}")),
     };
@@ -285,11 +286,6 @@ fn wait_or_kill(child: &mut Child, timeout: Duration) -> Exit {
     }
 }
 
-/// A file in the temp dir that is already unlinked: it vanishes with its last descriptor.
-fn scratch_file() -> std::io::Result<File> {
-    tempfile::tempfile()
-}
-
 fn read_back(file: &mut File) -> String {
     let mut bytes = Vec::new();
     if file.rewind().is_ok() {
@@ -309,7 +305,58 @@ mod tests {
     }
 
     #[test]
-    fn captures_exit_stdout_and_stderr() {
+    fn a_plugin_gets_its_stdin_and_its_exit_stdout_and_stderr_are_captured() {
+        let out = run_piped(
+            sh("cat; echo err >&2; exit 4"),
+            b"{\"cniVersion\":\"1.0.0\"}",
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.exit, Exit::Code(4));
+        assert_eq!(out.stdout, b"{\"cniVersion\":\"1.0.0\"}");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_plugin_that_does_not_read_its_stdin_still_runs() {
+        let big = vec![b'x'; 1 << 20];
+        let out = run_piped(sh("echo {}"), &big, Duration::from_secs(10));
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(out.stdout, b"{}\n");
+    }
+
+    #[test]
+    fn a_plugin_running_too_long_is_killed() {
+        let started = Instant::now();
+        let out = run_piped(sh("sleep 20"), b"", Duration::from_millis(200));
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_process_the_plugin_left_holding_stdout_counts_against_the_time_limit() {
+        let started = Instant::now();
+        let out = run_piped(
+            sh("sleep 20 & echo started"),
+            b"",
+            Duration::from_millis(300),
+        );
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert_eq!(out.stdout, b"started\n");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_plugin_that_cannot_be_started_says_why() {
+        let out = run_piped(
+            Command::new("/nonexistent/cnic-plugin"),
+            b"",
+            Duration::from_secs(10),
+        );
+        assert!(matches!(out.exit, Exit::SpawnFailed(_)), "{:?}", out.exit);
+    }
+
+    #[test]
+    fn a_hooks_exit_stdout_and_stderr_are_captured() {
         let out = run_captured(
             sh("echo out; echo err >&2; exit 3"),
             Duration::from_secs(10),
@@ -334,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn a_command_running_too_long_is_killed() {
+    fn a_hook_running_too_long_is_killed() {
         let started = Instant::now();
         let out = run_captured(sh("sleep 20"), Duration::from_millis(200));
         assert_eq!(out.exit, Exit::TimedOut);
