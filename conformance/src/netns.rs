@@ -197,7 +197,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ip_json() {
+    fn ip_addr_json_gives_each_link_its_lowercase_mac_and_addresses() {
         let text = r#"[{"ifindex":1,"ifname":"lo","address":"00:00:00:00:00:00","addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8}]},
             {"ifindex":5,"ifname":"net1","link":"cnic-peer0","address":"0E:D9:68:95:2C:30","addr_info":[{"family":"inet","local":"10.99.0.2","prefixlen":24},{"family":"inet6","local":"fe80::1","prefixlen":64}]}]"#;
         let links = parse_ip_addr_json(text).unwrap_or_default();
@@ -209,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn route_json() {
+    fn ip_route_json_reads_default_prefixes_host_routes_and_gateways() {
         let v4 = r#"[{"dst":"default","gateway":"10.99.0.1","dev":"net1","flags":[]},
             {"dst":"10.98.0.0/16","gateway":"10.99.0.1","dev":"net1","flags":[]},
             {"type":"local","dst":"10.99.0.2","table":"local","dev":"net1","flags":[]}]"#;

@@ -101,11 +101,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_and_filter() {
+    fn each_outcome_has_its_line() {
         assert_eq!(line("a", &Outcome::Pass(None)), "PASS a");
         assert_eq!(line("a", &Outcome::Pass(Some("n".into()))), "PASS a: n");
         assert_eq!(line("a", &Outcome::Fail("x".into())), "FAIL a: x");
         assert_eq!(line("a", &Outcome::Skip("y".into())), "SKIP a: y");
+    }
+
+    #[test]
+    fn the_filter_selects_the_checks_that_are_counted() {
         let mut r = Report::new(Some("del".into()));
         assert!(r.wants("del-1.0.0"));
         assert!(!r.wants("add-1.0.0"));

@@ -113,7 +113,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stale_names() {
+    fn the_owner_pid_is_read_only_from_the_suites_own_names() {
         assert_eq!(owner_pid("cnic-host-123-4"), Some(123));
         assert_eq!(owner_pid("cnic-ctr-77-0"), Some(77));
         assert_eq!(owner_pid("cnic-55-9"), Some(55));

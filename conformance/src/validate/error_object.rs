@@ -72,7 +72,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn error_objects() {
+    fn an_error_object_has_an_unsigned_code_a_string_msg_and_string_details() {
         let e =
             parse_error(&json!({"code": 1, "msg": "incompatible CNI versions", "details": "x"}));
         assert_eq!(

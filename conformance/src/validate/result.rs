@@ -339,7 +339,7 @@ mod tests {
     }
 
     #[test]
-    fn v1_results() {
+    fn well_formed_1_x_results_pass() {
         assert_eq!(validate_result("1.0.0", &v1_good()), Ok(()));
         let mut r = v1_good();
         r["cniVersion"] = json!("1.1.0");
@@ -352,7 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn v1_results_rejected() {
+    fn malformed_1_x_results_are_rejected() {
         // Wrong cniVersion.
         assert!(validate_result("1.1.0", &v1_good()).is_err());
         // `version` in ips is gone since 1.0.0.
@@ -393,7 +393,7 @@ mod tests {
     }
 
     #[test]
-    fn v04_results() {
+    fn results_0_3_and_0_4_need_an_ips_version_matching_the_address() {
         for v in ["0.3.0", "0.3.1", "0.4.0"] {
             assert_eq!(validate_result(v, &v04_good(v)), Ok(()), "{v}");
         }
@@ -414,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn v02_results() {
+    fn results_0_1_and_0_2_carry_ip4_or_ip6_and_nothing_newer() {
         let good = json!({
             "cniVersion": "0.2.0",
             "ip4": {"ip": "10.99.0.3/24", "gateway": "10.99.0.1", "routes": [{"dst": "0.0.0.0/0"}]},
@@ -438,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn cidrs_and_macs() {
+    fn cidrs_need_a_prefix_in_range_and_macs_hex_octets() {
         assert!(parse_cidr("10.0.0.1/24").is_some());
         assert!(parse_cidr("fd00::1/128").is_some());
         assert!(parse_cidr("10.0.0.1/33").is_none());

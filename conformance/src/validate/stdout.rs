@@ -86,7 +86,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn stdout_shapes() {
+    fn stdout_is_nothing_exactly_one_json_value_or_invalid() {
         assert_eq!(classify_stdout(b""), Stdout::Empty);
         assert_eq!(classify_stdout(b" \n\t"), Stdout::Empty);
         assert_eq!(
@@ -109,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn stdout_rules_per_verb() {
+    fn add_and_version_print_an_object_other_verbs_nothing_failures_an_error() {
         let obj = Stdout::Json(json!({"cniVersion": "1.0.0"}));
         let err = Stdout::Json(json!({"code": 7, "msg": "bad"}));
         assert_eq!(stdout_violation(Some("ADD"), true, &obj), None);

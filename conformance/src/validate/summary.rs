@@ -113,3 +113,32 @@ pub fn summarize(result: &Value) -> ResultSummary {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_summary_takes_routes_from_ip4_blocks_and_the_top_level() {
+        let s = summarize(&json!({
+            "ip4": {"ip": "10.0.0.2/24", "routes": [{"dst": "0.0.0.0/0", "gw": "10.0.0.1"}]},
+            "routes": [{"dst": "fd00::/8"}]
+        }));
+        assert_eq!(s.routes.len(), 2);
+        assert_eq!(s.routes[0].2, "10.0.0.1".parse().ok());
+        assert_eq!(s.routes[1].2, None);
+    }
+
+    #[test]
+    fn a_summary_keeps_the_interface_each_address_is_attached_to() {
+        let s = summarize(&json!({
+            "cniVersion": "1.0.0",
+            "interfaces": [{"name": "net1", "sandbox": "/run/netns/x"}],
+            "ips": [{"address": "192.0.2.10/24", "interface": 0}]
+        }));
+        assert_eq!(s.interfaces.len(), 1);
+        assert_eq!(s.ips[0].interface, Some(0));
+        assert!(s.routes.is_empty());
+    }
+}

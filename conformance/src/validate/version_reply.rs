@@ -49,7 +49,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn version_replies() {
+    fn a_version_reply_names_a_version_and_lists_only_known_ones() {
         let r = parse_version_reply(
             &json!({"cniVersion": "1.0.0", "supportedVersions": ["0.1.0", "1.0.0"]}),
         );

@@ -52,13 +52,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions() {
+    fn versions_compare_numerically_and_junk_is_never_at_least() {
         assert!(version_at_least("1.0.0", "0.4.0"));
         assert!(version_at_least("0.4.0", "0.4.0"));
         assert!(!version_at_least("0.3.1", "0.4.0"));
         assert!(!version_at_least("1.0.0", "1.1.0"));
         assert!(version_at_least("1.10.0", "1.2.0"));
         assert!(!version_at_least("junk", "0.1.0"));
+    }
+
+    #[test]
+    fn each_known_version_has_its_result_format() {
         assert_eq!(family("0.3.1"), Some(Family::V04));
         assert_eq!(family("1.1.0"), Some(Family::V1));
         assert_eq!(family("0.1.0"), Some(Family::V02));
