@@ -15,7 +15,7 @@ pub const DEFAULT_NET_NAME: &str = "cnic-net";
 pub const TMP_PLACEHOLDER: &str = "${CNIC_TMP}";
 
 /// Replaces `${CNIC_TMP}` in every string of `value` (object keys too) by `tmp`.
-pub fn expand_tmp(value: Value, tmp: &str) -> Value {
+fn expand_tmp(value: Value, tmp: &str) -> Value {
     match value {
         Value::String(s) if s.contains(TMP_PLACEHOLDER) => {
             Value::String(s.replace(TMP_PLACEHOLDER, tmp))
@@ -28,14 +28,16 @@ pub fn expand_tmp(value: Value, tmp: &str) -> Value {
     }
 }
 
-pub(crate) fn expand_tmp_map(map: Map<String, Value>, tmp: &str) -> Map<String, Value> {
+fn expand_tmp_map(map: Map<String, Value>, tmp: &str) -> Map<String, Value> {
     map.into_iter()
         .map(|(k, v)| (k.replace(TMP_PLACEHOLDER, tmp), expand_tmp(v, tmp)))
         .collect()
 }
 
+/// `CNI_*` variables in the order libcni sets them.
 pub(crate) type Env = Vec<(&'static str, String)>;
 
+/// Sets `key` to `value` in `env`, or unsets it.
 pub(crate) fn set_var(env: &mut Env, key: &'static str, value: Option<&str>) {
     env.retain(|(k, _)| *k != key);
     if let Some(v) = value {
@@ -43,11 +45,13 @@ pub(crate) fn set_var(env: &mut Env, key: &'static str, value: Option<&str>) {
     }
 }
 
+/// The configuration as stdin.
 pub(crate) fn to_bytes(cfg: &Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(cfg).unwrap_or_default()
 }
 
-pub(crate) fn with_prev(mut cfg: Map<String, Value>, prev: Option<&Value>) -> Map<String, Value> {
+/// `cfg` with `prev` as its prevResult, or without one.
+fn with_prev(mut cfg: Map<String, Value>, prev: Option<&Value>) -> Map<String, Value> {
     match prev {
         Some(p) => {
             cfg.insert("prevResult".into(), p.clone());
@@ -89,7 +93,7 @@ impl Suite {
     }
 
     /// The synthesized prevResult of a chained plugin in `version`'s format.
-    pub(crate) fn prev_result(&self, sb: &Sandbox, version: &str) -> Option<Value> {
+    fn prev_result(&self, sb: &Sandbox, version: &str) -> Option<Value> {
         let mac = sb.prepared_mac.as_deref()?;
         Some(synth_prev_result(
             version,

@@ -53,6 +53,8 @@ pub struct Options {
     pub host_teardown: Option<String>,
 }
 
+/// One run of the suite against one plugin: the report so far, and every invocation's stdout
+/// judged against the stdout rule.
 pub struct Suite {
     pub(crate) opts: Options,
     pub(crate) runner: Runner,
@@ -148,6 +150,7 @@ impl Suite {
         ));
     }
 
+    /// The delegated IPAM plugin, if the config names one.
     pub(crate) fn ipam_type(&self) -> Option<&str> {
         self.opts
             .config
@@ -157,6 +160,7 @@ impl Suite {
             .filter(|t| !t.is_empty())
     }
 
+    /// host-local IPAM: the suite redirects its dataDir and checks its reservations.
     pub(crate) fn host_local(&self) -> bool {
         self.ipam_type() == Some("host-local")
     }
@@ -166,6 +170,7 @@ impl Suite {
         !self.opts.chained && self.ipam_type().is_none()
     }
 
+    /// The highest supported version: what single-version checks use.
     pub(crate) fn vmax(&self) -> String {
         self.supported
             .last()
@@ -264,6 +269,7 @@ impl Suite {
         }
     }
 
+    /// ADD in `version`; also returns the configuration sent, for the chained checks.
     pub(crate) fn add(
         &mut self,
         label: &str,
@@ -291,6 +297,7 @@ impl Suite {
         Ok(result)
     }
 
+    /// DEL in `version`, with `add_result` as prevResult where the version has one.
     pub(crate) fn del(
         &mut self,
         label: &str,
@@ -304,6 +311,7 @@ impl Suite {
         self.call(label, &sb.host, &env, &to_bytes(&cfg))
     }
 
+    /// How many addresses host-local holds for the check's container.
     pub(crate) fn reservation_count(&self, sb: &Sandbox) -> usize {
         reservations(&sb.ipam_dir(), &sb.cid).len()
     }

@@ -16,6 +16,7 @@ pub(super) enum Judge {
     AnyErrorOrSilent,
 }
 
+/// The links that appeared and vanished between two listings.
 fn diff(before: &[String], after: &[String]) -> String {
     let added: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
     let removed: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();

@@ -9,6 +9,8 @@ use crate::validate::versions::{family, Family};
 use serde_json::Value;
 
 impl Suite {
+    /// After DEL, CNI_IFNAME is gone from the container. Not asked of a chained plugin: the
+    /// suite made that interface, not the plugin.
     pub(super) fn iface_gone(&self, sb: &Sandbox) -> Result<(), String> {
         if self.opts.chained {
             return Ok(());
@@ -22,6 +24,7 @@ impl Suite {
         }
     }
 
+    /// host-local holds no address for the container any more.
     pub(super) fn reservation_gone(&self, sb: &Sandbox) -> Result<(), String> {
         let left = reservations(&sb.ipam_dir(), &sb.cid);
         if left.is_empty() {
