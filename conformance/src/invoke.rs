@@ -9,9 +9,9 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
 
 /// Environment variable naming the check's host namespace, for `--host-setup`/`--host-teardown`.
 pub const HOST_NS_VAR: &str = "CNIC_HOST_NS";
@@ -50,7 +50,6 @@ pub struct Runner {
     /// PATH given to the plugin (for helpers it may run).
     pub path_env: String,
     pub timeout: Duration,
-    pub verbose: bool,
 }
 
 /// Kill the process group led by our child (the plugin and anything it forked).
@@ -73,92 +72,95 @@ impl Runner {
             .arg(host_ns)
             .arg(&self.plugin)
             .env_clear()
-            .env("PATH", &self.path_env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .env("PATH", &self.path_env);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                return Output {
-                    exit: Exit::SpawnFailed(e.to_string()),
-                    stdout: Vec::new(),
-                    stderr: Vec::new(),
-                };
-            }
-        };
-        let pid = child.id();
-        if let Some(mut pipe) = child.stdin.take() {
-            let data = stdin.to_vec();
-            // A plugin may exit without reading stdin (VERSION): ignore EPIPE.
-            std::thread::spawn(move || {
-                let _ = pipe.write_all(&data);
-            });
-        }
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        let mut timed_out = false;
-        let waited = match rx.recv_timeout(self.timeout) {
-            Ok(r) => Some(r),
-            Err(_) => {
-                timed_out = true;
-                kill_group(pid);
-                // Children of the plugin may still hold the pipes: do not wait forever.
-                rx.recv_timeout(Duration::from_secs(5)).ok()
-            }
-        };
-        let out = match waited {
-            Some(Ok(o)) => {
-                let exit = if timed_out {
-                    Exit::TimedOut
-                } else if let Some(code) = o.status.code() {
-                    Exit::Code(code)
-                } else {
-                    Exit::Signal(o.status.signal().unwrap_or(0))
-                };
-                Output {
-                    exit,
-                    stdout: o.stdout,
-                    stderr: o.stderr,
-                }
-            }
-            Some(Err(e)) => Output {
-                exit: Exit::SpawnFailed(e.to_string()),
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-            },
-            None => Output {
-                exit: Exit::TimedOut,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-            },
-        };
-        if self.verbose {
-            let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            eprintln!(
-                "--- [{host_ns}] {} {}",
-                vars.join(" "),
-                self.plugin.display()
-            );
-            eprintln!("    stdin:  {}", String::from_utf8_lossy(stdin));
-            eprintln!("    {}", out.exit);
-            eprintln!(
-                "    stdout: {}",
-                String::from_utf8_lossy(&out.stdout).trim_end()
-            );
-            eprintln!(
-                "    stderr: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            );
-        }
+        let out = run_piped(cmd, stdin, self.timeout);
+        let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        tracing::debug!(
+            "--- [{host_ns}] {} {}\n    stdin:  {}\n    {}\n    stdout: {}\n    stderr: {}",
+            vars.join(" "),
+            self.plugin.display(),
+            String::from_utf8_lossy(stdin),
+            out.exit,
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
         out
     }
+}
+
+/// Runs `cmd` in a process group of its own with `stdin` as its input and its stdout and stderr
+/// captured through pipes. Like a runtime, it waits for the plugin to exit and for its output to
+/// end: a process the plugin left holding stdout counts against the time limit. When `timeout`
+/// runs out, the process group is killed.
+fn run_piped(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let failed = |e: String| Output {
+        exit: Exit::SpawnFailed(e),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    let deadline = Instant::now() + timeout;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return failed(e.to_string()),
+    };
+    if let Some(mut pipe) = child.stdin.take() {
+        let data = stdin.to_vec();
+        // A plugin may exit without reading stdin (VERSION): ignore EPIPE.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let out_rx = read_to_end_in_background(child.stdout.take());
+    let err_rx = read_to_end_in_background(child.stderr.take());
+    let left = |until: Instant| until.saturating_duration_since(Instant::now());
+    // The output is awaited before the exit, so that the child is not reaped while its
+    // process group may still need killing.
+    let out = out_rx.recv_timeout(left(deadline)).ok();
+    let err = match out {
+        Some(_) => err_rx.recv_timeout(left(deadline)).ok(),
+        None => None,
+    };
+    match (out, err) {
+        (Some(stdout), Some(stderr)) => Output {
+            exit: wait_or_kill(&mut child, left(deadline)),
+            stdout,
+            stderr,
+        },
+        (out, err) => {
+            kill_group(child.id());
+            let _ = child.wait();
+            // Children of the plugin may still hold the pipes: do not wait forever.
+            let grace = Instant::now() + Duration::from_secs(5);
+            let out = out.or_else(|| out_rx.recv_timeout(left(grace)).ok());
+            let err = err.or_else(|| err_rx.recv_timeout(left(grace)).ok());
+            let (stdout, stderr) = out.zip(err).unwrap_or_default();
+            Output {
+                exit: Exit::TimedOut,
+                stdout,
+                stderr,
+            }
+        }
+    }
+}
+
+/// Reads `pipe` to its end on a thread of its own; the bytes arrive on the returned channel.
+fn read_to_end_in_background<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        let _ = tx.send(bytes);
+    });
+    rx
 }
 
 /// A shell command run in each check's host namespace: `--host-setup` or `--host-teardown`.
@@ -169,7 +171,6 @@ pub struct Hook {
     pub command: String,
     pub path_env: String,
     pub timeout: Duration,
-    pub verbose: bool,
 }
 
 /// How a hook ended and what it wrote.
@@ -220,14 +221,14 @@ impl Hook {
             .env(HOST_NS_VAR, host_ns)
             .env(TMP_VAR, tmp);
         let out = run_captured(cmd, self.timeout);
-        if self.verbose {
-            eprintln!(
-                "--- [{host_ns}] {} {}: {}",
-                self.option, self.command, out.exit
-            );
-            eprintln!("    stdout: {}", out.stdout.trim_end());
-            eprintln!("    stderr: {}", out.stderr.trim_end());
-        }
+        tracing::debug!(
+            "--- [{host_ns}] {} {}: {}\n    stdout: {}\n    stderr: {}",
+            self.option,
+            self.command,
+            out.exit,
+            out.stdout.trim_end(),
+            out.stderr.trim_end()
+        );
         out
     }
 }
@@ -241,7 +242,8 @@ pub fn run_captured(mut cmd: Command, timeout: Duration) -> HookOutput {
         stdout: String::new(),
         stderr: String::new(),
     };
-    let (mut out_file, mut err_file) = match (scratch_file(), scratch_file()) {
+    // Already unlinked: they vanish with their last descriptor.
+    let (mut out_file, mut err_file) = match (tempfile::tempfile(), tempfile::tempfile()) {
         (Ok(o), Ok(e)) => (o, e),
         (Err(e), _) | (_, Err(e)) => return failed(format!("cannot create a temp file: {e}")),
     };
@@ -268,39 +270,20 @@ pub fn run_captured(mut cmd: Command, timeout: Duration) -> HookOutput {
     }
 }
 
+/// Waits for `child` to exit; after `timeout`, kills its process group.
 fn wait_or_kill(child: &mut Child, timeout: Duration) -> Exit {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return match status.code() {
-                    Some(code) => Exit::Code(code),
-                    None => Exit::Signal(status.signal().unwrap_or(0)),
-                }
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                kill_group(child.id());
-                let _ = child.wait();
-                return Exit::TimedOut;
-            }
-            Err(e) => return Exit::SpawnFailed(format!("waiting: {e}")),
+    match child.wait_timeout(timeout) {
+        Ok(Some(status)) => match status.code() {
+            Some(code) => Exit::Code(code),
+            None => Exit::Signal(status.signal().unwrap_or(0)),
+        },
+        Ok(None) => {
+            kill_group(child.id());
+            let _ = child.wait();
+            Exit::TimedOut
         }
+        Err(e) => Exit::SpawnFailed(format!("waiting: {e}")),
     }
-}
-
-/// A file in the temp dir that is already unlinked: it vanishes with its last descriptor.
-fn scratch_file() -> std::io::Result<File> {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("cnic-hook-{}-{n}.out", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(file)
 }
 
 fn read_back(file: &mut File) -> String {
@@ -322,7 +305,58 @@ mod tests {
     }
 
     #[test]
-    fn captures_exit_stdout_and_stderr() {
+    fn a_plugin_gets_its_stdin_and_its_exit_stdout_and_stderr_are_captured() {
+        let out = run_piped(
+            sh("cat; echo err >&2; exit 4"),
+            b"{\"cniVersion\":\"1.0.0\"}",
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.exit, Exit::Code(4));
+        assert_eq!(out.stdout, b"{\"cniVersion\":\"1.0.0\"}");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_plugin_that_does_not_read_its_stdin_still_runs() {
+        let big = vec![b'x'; 1 << 20];
+        let out = run_piped(sh("echo {}"), &big, Duration::from_secs(10));
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(out.stdout, b"{}\n");
+    }
+
+    #[test]
+    fn a_plugin_running_too_long_is_killed() {
+        let started = Instant::now();
+        let out = run_piped(sh("sleep 20"), b"", Duration::from_millis(200));
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_process_the_plugin_left_holding_stdout_counts_against_the_time_limit() {
+        let started = Instant::now();
+        let out = run_piped(
+            sh("sleep 20 & echo started"),
+            b"",
+            Duration::from_millis(300),
+        );
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert_eq!(out.stdout, b"started\n");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_plugin_that_cannot_be_started_says_why() {
+        let out = run_piped(
+            Command::new("/nonexistent/cnic-plugin"),
+            b"",
+            Duration::from_secs(10),
+        );
+        assert!(matches!(out.exit, Exit::SpawnFailed(_)), "{:?}", out.exit);
+    }
+
+    #[test]
+    fn a_hooks_exit_stdout_and_stderr_are_captured() {
         let out = run_captured(
             sh("echo out; echo err >&2; exit 3"),
             Duration::from_secs(10),
@@ -347,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn a_command_running_too_long_is_killed() {
+    fn a_hook_running_too_long_is_killed() {
         let started = Instant::now();
         let out = run_captured(sh("sleep 20"), Duration::from_millis(200));
         assert_eq!(out.exit, Exit::TimedOut);

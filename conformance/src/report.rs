@@ -26,6 +26,14 @@ pub struct Report {
     pub skipped: usize,
 }
 
+/// Prints a `# text` comment line. Not println!: a closed stdout must not turn cleanup into a
+/// panic.
+pub fn comment(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "# {text}");
+    let _ = out.flush();
+}
+
 /// The line printed for one check.
 pub fn line(name: &str, outcome: &Outcome) -> String {
     match outcome {
@@ -77,16 +85,31 @@ impl Report {
     }
 }
 
+/// A short, single-line excerpt of some output, for messages.
+pub fn excerpt(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 160 {
+        let cut: String = flat.chars().take(160).collect();
+        format!("{cut}...")
+    } else {
+        flat
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn lines_and_filter() {
+    fn each_outcome_has_its_line() {
         assert_eq!(line("a", &Outcome::Pass(None)), "PASS a");
         assert_eq!(line("a", &Outcome::Pass(Some("n".into()))), "PASS a: n");
         assert_eq!(line("a", &Outcome::Fail("x".into())), "FAIL a: x");
         assert_eq!(line("a", &Outcome::Skip("y".into())), "SKIP a: y");
+    }
+
+    #[test]
+    fn the_filter_selects_the_checks_that_are_counted() {
         let mut r = Report::new(Some("del".into()));
         assert!(r.wants("del-1.0.0"));
         assert!(!r.wants("add-1.0.0"));

@@ -1,219 +1,76 @@
-//! Throwaway network namespaces and temp directories, deleted on drop.
-//!
-//! Safety rule: every `ip` command the suite runs either adds/deletes one of
-//! its own `cnic-*` namespaces or runs with `-n <its namespace>`; nothing is
-//! ever done in the namespace the suite itself runs in.
+//! What one check owns: a throwaway "host" namespace the plugin runs in, a container namespace
+//! and a temp dir, all removed when the check ends, whether it passed or failed.
 
-use serde_json::Value;
-use std::net::IpAddr;
+use crate::error::Error;
+use crate::invoke::Hook;
+use crate::netns::{self, Netns, NETNS_DIR};
+use crate::report;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Prefix of every namespace and temp directory the suite creates.
 pub const PREFIX: &str = "cnic-";
-/// Where iproute2 keeps named namespaces.
-pub const NETNS_DIR: &str = "/run/netns";
 
-fn run_ip(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "`ip {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+/// Everything one check owns; dropping it runs `--host-teardown`, then deletes the namespaces
+/// and the temp dir (and with them every interface and file the plugin made).
+pub struct Sandbox {
+    pub host: Netns,
+    pub ctr: Netns,
+    pub dir: tempfile::TempDir,
+    pub cid: String,
+    pub ctr_path: String,
+    /// MAC of the interface the suite created for a chained plugin.
+    pub prepared_mac: Option<String>,
+    teardown: Option<Hook>,
+}
+
+impl Sandbox {
+    /// The `n`th sandbox of this run: `cnic-host-<pid>-<n>`, `cnic-ctr-<pid>-<n>` and
+    /// `/tmp/cnic-<pid>-<n>`, named after the run's pid so that a later run can tell whether
+    /// they were left behind (see `remove_stale`). `teardown` runs when the sandbox is dropped.
+    pub fn create(n: u32, teardown: Option<Hook>) -> Result<Self, Error> {
+        let pid = std::process::id();
+        let host = Netns::create(format!("{PREFIX}host-{pid}-{n}"))?;
+        host.ip(&["link", "set", "lo", "up"])?;
+        let ctr = Netns::create(format!("{PREFIX}ctr-{pid}-{n}"))?;
+        let name = format!("{PREFIX}{pid}-{n}");
+        let dir = tempfile::Builder::new()
+            .prefix(&name)
+            .rand_bytes(0)
+            .tempdir()
+            .map_err(|e| {
+                let path = std::env::temp_dir().join(&name);
+                Error::wrap(format!("cannot create {}", path.display()), e)
+            })?;
+        let ctr_path = ctr.path();
+        Ok(Sandbox {
+            host,
+            ctr,
+            dir,
+            cid: format!("cnic-{pid}-{n}"),
+            ctr_path,
+            prepared_mac: None,
+            teardown,
+        })
+    }
+
+    /// host-local's dataDir for this check (the suite redirects it here).
+    pub fn ipam_dir(&self) -> PathBuf {
+        self.dir.path().join("ipam")
     }
 }
 
-/// A link as seen live in a namespace.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LiveLink {
-    pub name: String,
-    pub mac: String,
-    pub addrs: Vec<(IpAddr, u8)>,
-}
-
-/// Parse the output of `ip -j addr show`.
-pub fn parse_ip_addr_json(text: &str) -> Result<Vec<LiveLink>, String> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("cannot parse `ip -j addr` output: {e}"))?;
-    let list = value
-        .as_array()
-        .ok_or("`ip -j addr` output is not a list")?;
-    let mut links = Vec::new();
-    for item in list {
-        let Some(name) = item.get("ifname").and_then(Value::as_str) else {
-            continue;
-        };
-        let mac = item
-            .get("address")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        let mut addrs = Vec::new();
-        for a in item
-            .get("addr_info")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let local = a
-                .get("local")
-                .and_then(Value::as_str)
-                .and_then(|s| s.parse::<IpAddr>().ok());
-            let len = a
-                .get("prefixlen")
-                .and_then(Value::as_u64)
-                .and_then(|n| u8::try_from(n).ok());
-            if let (Some(ip), Some(len)) = (local, len) {
-                addrs.push((ip, len));
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(hook) = self.teardown.take() {
+            let out = hook.run(self.host.name(), self.dir.path());
+            if !out.success() {
+                report::comment(&format!(
+                    "--host-teardown failed in {}: {}",
+                    self.host.name(),
+                    out.describe()
+                ));
             }
         }
-        links.push(LiveLink {
-            name: name.to_string(),
-            mac,
-            addrs,
-        });
-    }
-    Ok(links)
-}
-
-/// A route as seen live in a namespace (any table).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LiveRoute {
-    pub dst: (IpAddr, u8),
-    pub gw: Option<IpAddr>,
-}
-
-/// Parse the output of `ip -j -4|-6 route show table all`; `v6` says which
-/// family "default" and prefix-less destinations belong to.
-pub fn parse_ip_route_json(text: &str, v6: bool) -> Result<Vec<LiveRoute>, String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| format!("cannot parse `ip -j route` output: {e}"))?;
-    let list = value
-        .as_array()
-        .ok_or("`ip -j route` output is not a list")?;
-    let (any, full): (IpAddr, u8) = if v6 {
-        (IpAddr::from([0u16; 8]), 128)
-    } else {
-        (IpAddr::from([0u8; 4]), 32)
-    };
-    let mut routes = Vec::new();
-    for item in list {
-        let Some(dst) = item.get("dst").and_then(Value::as_str) else {
-            continue;
-        };
-        let dst = if dst == "default" {
-            Some((any, 0))
-        } else if let Some((a, l)) = dst.split_once('/') {
-            a.parse().ok().zip(l.parse().ok())
-        } else {
-            dst.parse().ok().map(|a| (a, full))
-        };
-        let Some(dst) = dst else { continue };
-        let gw = item
-            .get("gateway")
-            .and_then(Value::as_str)
-            .and_then(|g| g.parse().ok());
-        routes.push(LiveRoute { dst, gw });
-    }
-    Ok(routes)
-}
-
-/// A named network namespace owned by the suite.
-pub struct Netns {
-    name: String,
-    live: bool,
-}
-
-impl Netns {
-    pub fn create(name: String) -> Result<Self, String> {
-        run_ip(&["netns", "add", &name])?;
-        Ok(Netns { name, live: true })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn path(&self) -> String {
-        format!("{NETNS_DIR}/{}", self.name)
-    }
-
-    /// Run `ip -n <this namespace> args...`.
-    pub fn ip(&self, args: &[&str]) -> Result<String, String> {
-        let mut full = vec!["-n", self.name.as_str()];
-        full.extend_from_slice(args);
-        run_ip(&full)
-    }
-
-    pub fn links(&self) -> Result<Vec<LiveLink>, String> {
-        parse_ip_addr_json(&self.ip(&["-j", "addr", "show"])?)
-    }
-
-    pub fn routes(&self) -> Result<Vec<LiveRoute>, String> {
-        let mut all = parse_ip_route_json(
-            &self.ip(&["-j", "-4", "route", "show", "table", "all"])?,
-            false,
-        )?;
-        all.extend(parse_ip_route_json(
-            &self.ip(&["-j", "-6", "route", "show", "table", "all"])?,
-            true,
-        )?);
-        Ok(all)
-    }
-
-    pub fn link_names(&self) -> Result<Vec<String>, String> {
-        let mut names: Vec<String> = self.links()?.into_iter().map(|l| l.name).collect();
-        names.sort();
-        Ok(names)
-    }
-
-    pub fn link(&self, name: &str) -> Result<Option<LiveLink>, String> {
-        Ok(self.links()?.into_iter().find(|l| l.name == name))
-    }
-
-    pub fn delete(&mut self) -> Result<(), String> {
-        if self.live {
-            self.live = false;
-            run_ip(&["netns", "delete", &self.name])?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = self.delete();
-    }
-}
-
-/// A directory under the system temp dir, removed with its content on drop.
-pub struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    pub fn create(name: &str) -> Result<Self, String> {
-        let path = std::env::temp_dir().join(name);
-        std::fs::create_dir(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        Ok(TempDir { path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
     }
 }
 
@@ -237,7 +94,7 @@ pub fn remove_stale() {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if dead(&name) {
-                let _ = run_ip(&["netns", "delete", &name]);
+                let _ = netns::ip(&["netns", "delete", &name]);
             }
         }
     }
@@ -251,84 +108,16 @@ pub fn remove_stale() {
     }
 }
 
-/// Files below `dir` (an IPAM dataDir) that record a reservation for
-/// `container_id`: host-local writes one file per address holding the
-/// container ID (and the ifname) as its content.
-pub fn reservations(dir: &Path, container_id: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(content) = std::fs::read_to_string(&p) {
-                if content.lines().next().map(str::trim) == Some(container_id) {
-                    found.push(p);
-                }
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ip_json() {
-        let text = r#"[{"ifindex":1,"ifname":"lo","address":"00:00:00:00:00:00","addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8}]},
-            {"ifindex":5,"ifname":"net1","link":"cnic-peer0","address":"0E:D9:68:95:2C:30","addr_info":[{"family":"inet","local":"10.99.0.2","prefixlen":24},{"family":"inet6","local":"fe80::1","prefixlen":64}]}]"#;
-        let links = parse_ip_addr_json(text).unwrap_or_default();
-        assert_eq!(links.len(), 2);
-        assert_eq!(links[1].name, "net1");
-        assert_eq!(links[1].mac, "0e:d9:68:95:2c:30");
-        assert_eq!(links[1].addrs.len(), 2);
-        assert!(parse_ip_addr_json("{}").is_err());
-    }
-
-    #[test]
-    fn route_json() {
-        let v4 = r#"[{"dst":"default","gateway":"10.99.0.1","dev":"net1","flags":[]},
-            {"dst":"10.98.0.0/16","gateway":"10.99.0.1","dev":"net1","flags":[]},
-            {"type":"local","dst":"10.99.0.2","table":"local","dev":"net1","flags":[]}]"#;
-        let r = parse_ip_route_json(v4, false).unwrap_or_default();
-        assert_eq!(r.len(), 3);
-        assert_eq!(r[0].dst, (IpAddr::from([0u8; 4]), 0));
-        assert_eq!(r[1].gw, "10.99.0.1".parse().ok());
-        assert_eq!(r[2].dst.1, 32);
-        let v6 = r#"[{"dst":"default","gateway":"fd00::1","dev":"net1"},{"dst":"fd00::/64","dev":"net1"}]"#;
-        let r = parse_ip_route_json(v6, true).unwrap_or_default();
-        assert_eq!(r[0].dst.1, 0);
-        assert!(r[0].dst.0.is_ipv6());
-        assert_eq!(r[1].gw, None);
-    }
-
-    #[test]
-    fn stale_names() {
+    fn the_owner_pid_is_read_only_from_the_suites_own_names() {
         assert_eq!(owner_pid("cnic-host-123-4"), Some(123));
         assert_eq!(owner_pid("cnic-ctr-77-0"), Some(77));
         assert_eq!(owner_pid("cnic-55-9"), Some(55));
         assert_eq!(owner_pid("cni-1234"), None);
         assert_eq!(owner_pid("cnic-peer0"), None);
-    }
-
-    #[test]
-    fn reservation_scan() {
-        let dir = std::env::temp_dir().join(format!("cnic-unit-{}", std::process::id()));
-        let net = dir.join("mynet");
-        assert!(std::fs::create_dir_all(&net).is_ok());
-        assert!(std::fs::write(net.join("10.0.0.2"), "cid-1\r\nnet1").is_ok());
-        assert!(std::fs::write(net.join("10.0.0.3"), "cid-2\r\nnet1").is_ok());
-        assert!(std::fs::write(net.join("last_reserved_ip.0"), "10.0.0.3").is_ok());
-        assert!(std::fs::write(net.join("lock"), "").is_ok());
-        assert_eq!(reservations(&dir, "cid-1"), vec![net.join("10.0.0.2")]);
-        assert!(reservations(&dir, "cid-3").is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
