@@ -293,7 +293,10 @@ mod tests {
 
     #[test]
     fn details_of_a_wrapped_error_are_the_innermost() {
-        let e = Error::wrap("loading", Error::decoding("bad json").with_details("line 3"));
+        let e = Error::wrap(
+            "loading",
+            Error::decoding("bad json").with_details("line 3"),
+        );
         assert_eq!(e.details(), Some("line 3"));
         assert_eq!(e.code(), Code::Decoding);
     }

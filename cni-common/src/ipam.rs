@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use crate::env::CmdArgs;
 use crate::error::{Code, Error, Result};
-use crate::rollback::Rollback;
 use crate::netlink::{Netlink, NewRoute};
 use crate::result::CniResult;
+use crate::rollback::Rollback;
 use crate::skel::Request;
 use crate::version::Command;
 

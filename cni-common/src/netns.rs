@@ -93,9 +93,12 @@ impl NetNs {
     /// True when this is the calling thread's namespace. Go's skel refuses such a CNI_NETNS
     /// (code 8): a plugin must never configure its own namespace as the container's.
     pub fn is_same_as_current(&self) -> Result<bool> {
-        let ours = self.file.metadata().map_err(|e| Error::wrap("stat of netns", e))?;
-        let current =
-            std::fs::metadata(THREAD_NETNS).map_err(|e| Error::wrap(format!("stat of {THREAD_NETNS}"), e))?;
+        let ours = self
+            .file
+            .metadata()
+            .map_err(|e| Error::wrap("stat of netns", e))?;
+        let current = std::fs::metadata(THREAD_NETNS)
+            .map_err(|e| Error::wrap(format!("stat of {THREAD_NETNS}"), e))?;
         Ok(ours.dev() == current.dev() && ours.ino() == current.ino())
     }
 
@@ -106,8 +109,9 @@ impl NetNs {
             let thread = std::thread::Builder::new()
                 .name("netns".to_string())
                 .spawn_scoped(scope, || {
-                    setns(&self.file, CloneFlags::CLONE_NEWNET)
-                        .map_err(|e| Error::wrap(format!("entering netns {}", self.path.display()), e))?;
+                    setns(&self.file, CloneFlags::CLONE_NEWNET).map_err(|e| {
+                        Error::wrap(format!("entering netns {}", self.path.display()), e)
+                    })?;
                     f()
                 })
                 .map_err(|e| Error::wrap("spawning a thread for the netns", e))?;

@@ -62,7 +62,12 @@ impl StateDir {
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
-            .map_err(|e| Error::wrap(format!("creating state directory {}", self.dir.display()), e))?;
+            .map_err(|e| {
+                Error::wrap(
+                    format!("creating state directory {}", self.dir.display()),
+                    e,
+                )
+            })?;
 
         // Dot-prefixed, so list() never reports it; unique per process and call.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -90,7 +95,10 @@ impl StateDir {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
-                return Err(Error::wrap(format!("reading state file {}", path.display()), e))
+                return Err(Error::wrap(
+                    format!("reading state file {}", path.display()),
+                    e,
+                ))
             }
         };
         serde_json::from_slice(&data)
@@ -102,9 +110,10 @@ impl StateDir {
     pub fn remove(&self, name: &str) -> Result<()> {
         let path = self.file(name)?;
         match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(Error::wrap(format!("removing state file {}", path.display()), e))
-            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::wrap(
+                format!("removing state file {}", path.display()),
+                e,
+            )),
             _ => Ok(()),
         }
     }
@@ -130,7 +139,8 @@ impl StateDir {
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| Error::wrap(format!("listing {}", self.dir.display()), e))?;
+            let entry =
+                entry.map_err(|e| Error::wrap(format!("listing {}", self.dir.display()), e))?;
             if let Some(name) = entry.file_name().to_str() {
                 if valid_name(name) && entry.file_type().is_ok_and(|t| t.is_file()) {
                     names.push(name.to_string());

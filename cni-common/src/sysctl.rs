@@ -99,7 +99,10 @@ mod tests {
         let key = "net/ipv4/conf/no-such-link-here/arp_notify";
         assert_eq!(sysctl_write_if_present(key, "1").ok(), Some(false));
         let e = sysctl_write(key, "1").expect_err("the key does not exist");
-        assert!(e.msg().starts_with(&format!("sysctl {key} does not exist")), "{e}");
+        assert!(
+            e.msg().starts_with(&format!("sysctl {key} does not exist")),
+            "{e}"
+        );
     }
 
     #[test]

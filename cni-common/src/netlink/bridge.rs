@@ -8,7 +8,8 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use super::{link_message, link_message_named, Link, Netlink};
+use super::link::{link_message, link_message_named};
+use super::{Link, Netlink};
 use crate::error::{Error, Result};
 
 /// `bridge link set dev <port> hairpin on|off isolated on|off`; None leaves a flag alone.
@@ -159,10 +160,13 @@ impl Netlink {
             LinkInfo::Data(InfoData::Bridge(vec![InfoBridge::VlanFiltering(on)])),
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0).map_err(|e| {
-            Error::wrap(format!(
-                "ip link set {index} type bridge vlan_filtering {}",
-                u8::from(on)
-            ), e)
+            Error::wrap(
+                format!(
+                    "ip link set {index} type bridge vlan_filtering {}",
+                    u8::from(on)
+                ),
+                e,
+            )
         })
     }
 
@@ -196,10 +200,10 @@ impl Netlink {
         }
         let msg = port_vlan_message(index, vlans);
         self.ack(RouteNetlinkMessage::SetLink(msg), 0).map_err(|e| {
-            Error::wrap(format!(
-                "bridge vlan add dev {index} vid {}",
-                vids_text(vlans)
-            ), e)
+            Error::wrap(
+                format!("bridge vlan add dev {index} vid {}", vids_text(vlans)),
+                e,
+            )
         })
     }
 
@@ -210,10 +214,10 @@ impl Netlink {
         }
         let msg = port_vlan_message(index, vlans);
         self.ack(RouteNetlinkMessage::DelLink(msg), 0).map_err(|e| {
-            Error::wrap(format!(
-                "bridge vlan del dev {index} vid {}",
-                vids_text(vlans)
-            ), e)
+            Error::wrap(
+                format!("bridge vlan del dev {index} vid {}", vids_text(vlans)),
+                e,
+            )
         })
     }
 

@@ -9,7 +9,8 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use super::{link_message, link_message_named, Netlink};
+use super::link::{link_message, link_message_named};
+use super::Netlink;
 use crate::error::{Error, Result};
 use crate::mac::MacAddr;
 
@@ -77,7 +78,10 @@ impl Netlink {
         match self.ack(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
             Ok(()) => {}
             Err(e) if e.errno() == libc::EEXIST => {
-                return Err(Error::wrap(format!("{}: a link named {name} already exists", doing()), e));
+                return Err(Error::wrap(
+                    format!("{}: a link named {name} already exists", doing()),
+                    e,
+                ));
             }
             Err(e) => return Err(Error::wrap(doing(), e)),
         }

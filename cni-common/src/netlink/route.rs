@@ -90,10 +90,15 @@ impl Netlink {
             RouteNetlinkMessage::NewRoute(msg),
             NLM_F_CREATE | NLM_F_EXCL,
         )
-        .map_err(|e| Error::wrap({
-            let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
-            format!("ip route add {network}{via} dev {index}")
-        }, e))
+        .map_err(|e| {
+            Error::wrap(
+                {
+                    let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+                    format!("ip route add {network}{via} dev {index}")
+                },
+                e,
+            )
+        })
     }
 
     /// `ip route show table all dev <index>` for one family: unicast routes only.

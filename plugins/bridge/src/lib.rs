@@ -251,7 +251,9 @@ fn add_attachment<'a>(
     let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
     if s.spoofchk {
         let host_veth = host.name.clone();
-        rollback.push("the MAC spoof check", move || spoofchk_teardown(key, &host_veth));
+        rollback.push("the MAC spoof check", move || {
+            spoofchk_teardown(key, &host_veth)
+        });
         spoofchk_setup(key, &host.name, &mac, &label)?;
     }
 

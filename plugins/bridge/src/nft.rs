@@ -48,7 +48,9 @@ pub(crate) fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<S
         pipe.write_all(script.as_bytes())
             .map_err(|e| Error::wrap("writing the nft script", e))?;
     }
-    let out = child.wait_with_output().map_err(|e| Error::wrap("waiting for nft", e))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::wrap("waiting for nft", e))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(Error::system(format!(

@@ -441,8 +441,12 @@ fn a_failed_ipam_del_still_removes_the_port_and_the_rules() {
     let out = node.call("DEL", &a, &conf, "");
     assert!(!out.status.success(), "the IPAM DEL failure is reported");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("host-local"), "the error names IPAM: {stdout}");
-    node.host.assert_no_new_veths("after the DEL whose IPAM failed");
+    assert!(
+        stdout.contains("host-local"),
+        "the error names IPAM: {stdout}"
+    );
+    node.host
+        .assert_no_new_veths("after the DEL whose IPAM failed");
     let rules = node.ruleset();
     assert!(!rules.contains("att-"), "rules left behind: {rules}");
 }

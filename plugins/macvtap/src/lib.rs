@@ -106,8 +106,9 @@ impl Plugin for Macvtap {
                     .collect();
                 result.routes = ipam_result.routes;
                 result.dns = ipam_result.dns;
-                ipam::configure_iface(&ctr, index, 0, &result)
-                    .map_err(|e| Error::wrap(format!("configuring {ifname} with the IPAM result"), e))?;
+                ipam::configure_iface(&ctr, index, 0, &result).map_err(|e| {
+                    Error::wrap(format!("configuring {ifname} with the IPAM result"), e)
+                })?;
             }
         }
         // The config's DNS wins over IPAM's, as in the reference plugins.

@@ -236,16 +236,14 @@ impl<'a> Claim<'a> {
     fn set_mtu_mac(&self, mtu: Option<u32>, mac: Option<&MacAddr>) -> Result<()> {
         let index = self.index();
         if let Some(mtu) = mtu {
-            self.ns
-                .ctr
-                .link_set_mtu(index, mtu)
-                .map_err(|e| Error::wrap(format!("setting the mtu of {} to {mtu}", self.name), e))?;
+            self.ns.ctr.link_set_mtu(index, mtu).map_err(|e| {
+                Error::wrap(format!("setting the mtu of {} to {mtu}", self.name), e)
+            })?;
         }
         if let Some(mac) = mac {
-            self.ns
-                .ctr
-                .link_set_address(index, mac)
-                .map_err(|e| Error::wrap(format!("setting the mac of {} to {mac}", self.name), e))?;
+            self.ns.ctr.link_set_address(index, mac).map_err(|e| {
+                Error::wrap(format!("setting the mac of {} to {mac}", self.name), e)
+            })?;
         }
         Ok(())
     }

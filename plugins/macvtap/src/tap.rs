@@ -153,9 +153,19 @@ pub fn ensure_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<T
                     // devtmpfs or udev made one meanwhile: look at it again.
                     Err(nix::Error::EEXIST) => continue,
                     Err(e) => {
-                        return Err(Error::from(e)).map_err(|e| Error::wrap({
-                            format!("mknod {} c {} {}", path.display(), major(rdev), minor(rdev))
-                        }, e))
+                        return Err(Error::from(e)).map_err(|e| {
+                            Error::wrap(
+                                {
+                                    format!(
+                                        "mknod {} c {} {}",
+                                        path.display(),
+                                        major(rdev),
+                                        minor(rdev)
+                                    )
+                                },
+                                e,
+                            )
+                        })
                     }
                 }
                 let node = TapNode {
@@ -282,7 +292,8 @@ fn char_device(major: u64, minor: u64) -> Option<CharDevice> {
 fn device_number(netdev: &str, tap: &str) -> Result<u64> {
     let major = macvtap_major()?;
     let prefix = format!("{major}:");
-    let entries = fs::read_dir(SYS_DEV_CHAR).map_err(|e| Error::wrap(format!("listing {SYS_DEV_CHAR}"), e))?;
+    let entries = fs::read_dir(SYS_DEV_CHAR)
+        .map_err(|e| Error::wrap(format!("listing {SYS_DEV_CHAR}"), e))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(minor) = name
@@ -304,8 +315,8 @@ fn device_number(netdev: &str, tap: &str) -> Result<u64> {
 /// The macvtap driver's major number, from /proc/devices (dynamic; listed once the driver is in
 /// use, which it is once a macvtap exists).
 fn macvtap_major() -> Result<u64> {
-    let text =
-        fs::read_to_string(PROC_DEVICES).map_err(|e| Error::wrap(format!("reading {PROC_DEVICES}"), e))?;
+    let text = fs::read_to_string(PROC_DEVICES)
+        .map_err(|e| Error::wrap(format!("reading {PROC_DEVICES}"), e))?;
     parse_major(&text, "macvtap")
         .ok_or_else(|| Error::system(format!("{PROC_DEVICES} lists no macvtap character device")))
 }

@@ -208,7 +208,10 @@ impl Plugin for Ovs {
         // Last, and only once the rest is done: should the node go back to ovs-cni before a
         // retry, ovs-cni's DEL still finds it.
         if teardown.is_clean() {
-            teardown.step(cache::remove(&cache::key(&req.cmd.container_id, &req.cmd.ifname)));
+            teardown.step(cache::remove(&cache::key(
+                &req.cmd.container_id,
+                &req.cmd.ifname,
+            )));
         }
         teardown.finish()
     }
@@ -483,4 +486,3 @@ fn show_mac(link: &Link) -> String {
 fn mismatch(msg: impl std::fmt::Display) -> Error {
     Error::system(format!("CHECK: {msg}"))
 }
-

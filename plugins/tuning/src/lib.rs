@@ -337,8 +337,9 @@ fn set_link(nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
             .map_err(|e| Error::wrap(format!("setting mtu of {} to {mtu}", link.name), e))?;
     }
     if let Some(on) = s.allmulti {
-        nl.link_set_allmulti(i, on)
-            .map_err(|e| Error::wrap(format!("setting allmulticast of {} to {on}", link.name), e))?;
+        nl.link_set_allmulti(i, on).map_err(|e| {
+            Error::wrap(format!("setting allmulticast of {} to {on}", link.name), e)
+        })?;
     }
     if let Some(len) = s.tx_qlen {
         nl.link_set_txqlen(i, len)
@@ -416,4 +417,3 @@ fn report(what: &str, errors: &[Error]) {
         tracing::warn!("{what}: {}", e.msg());
     }
 }
-

@@ -156,7 +156,10 @@ fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
     let out = a.call("ADD", &conf);
     expect_success(&out, "ADD over an unreadable backup");
     assert!(String::from_utf8_lossy(&out.stderr).contains("is corrupt"));
-    let aside = a.data_dir.path().join(format!("{}.unreadable", state.display()));
+    let aside = a
+        .data_dir
+        .path()
+        .join(format!("{}.unreadable", state.display()));
     assert_eq!(
         std::fs::read_to_string(&aside).expect("set aside"),
         "{not json"
