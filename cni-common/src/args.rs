@@ -89,14 +89,6 @@ impl CniArgs {
         }
     }
 
-    pub fn pod_namespace(&self) -> Option<&str> {
-        self.get("K8S_POD_NAMESPACE")
-    }
-
-    pub fn pod_name(&self) -> Option<&str> {
-        self.get("K8S_POD_NAME")
-    }
-
     pub fn pod_uid(&self) -> Option<&str> {
         self.get("K8S_POD_UID")
     }
@@ -116,7 +108,7 @@ mod tests {
     #[test]
     fn last_duplicate_wins() {
         let a = CniArgs::parse("K8S_POD_NAME=a;IgnoreUnknown=true;K8S_POD_NAME=b").expect("ok");
-        assert_eq!(a.pod_name(), Some("b"));
+        assert_eq!(a.get("K8S_POD_NAME"), Some("b"));
     }
 
     #[test]

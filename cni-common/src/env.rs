@@ -74,10 +74,6 @@ impl CmdArgs {
             ..cmd
         })
     }
-
-    pub fn from_process_env() -> Result<CmdArgs> {
-        CmdArgs::from_env(|k| std::env::var(k).ok())
-    }
 }
 
 fn is_name_char(c: char) -> bool {

@@ -283,20 +283,6 @@ fn addr_add_and_list() {
 }
 
 #[test]
-fn link_set_master_enslaves_to_a_bridge() {
-    isolate();
-    let ns = new_netns();
-    let nl = Netlink::in_netns(&ns).expect("netlink");
-    ip(&ns, &["link", "add", "cnit-br0", "type", "bridge"]);
-    let br = show(&nl, "cnit-br0");
-    assert_eq!(br.kind.as_deref(), Some("bridge"));
-    let i = veth_in(&nl, "cnit-port0", "cnit-port1");
-    nl.link_set_master(i, br.index).expect("master");
-    assert_eq!(show(&nl, "cnit-port0").master, Some(br.index));
-    assert_eq!(ip_link_json(&ns, "cnit-port0")["master"], "cnit-br0");
-}
-
-#[test]
 fn link_set_netns_moves_the_link() {
     isolate();
     let (a, b) = (new_netns(), new_netns());

@@ -152,24 +152,6 @@ impl Netlink {
         }
     }
 
-    /// `ip link set <index> type bridge vlan_filtering 1|0`.
-    pub fn link_set_vlan_filtering(&self, index: u32, on: bool) -> Result<()> {
-        let mut msg = link_message(index);
-        msg.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::Kind(InfoKind::Bridge),
-            LinkInfo::Data(InfoData::Bridge(vec![InfoBridge::VlanFiltering(on)])),
-        ]));
-        self.ack(RouteNetlinkMessage::NewLink(msg), 0).map_err(|e| {
-            Error::wrap(
-                format!(
-                    "ip link set {index} type bridge vlan_filtering {}",
-                    u8::from(on)
-                ),
-                e,
-            )
-        })
-    }
-
     /// `bridge link set dev <index> [hairpin on|off] [isolated on|off]`. The port must already
     /// be enslaved: the kernel hands these to the bridge the port belongs to.
     pub fn bridge_link_set(&self, index: u32, port: &BridgePort) -> Result<()> {

@@ -331,12 +331,6 @@ impl Netlink {
             .map_err(|e| Error::wrap(format!("ip link set dev {name} up"), e))
     }
 
-    /// `ip link set <index> master <master>`.
-    pub fn link_set_master(&self, index: u32, master: u32) -> Result<()> {
-        self.set_link(link_message_attr(index, LinkAttribute::Controller(master)))
-            .map_err(|e| Error::wrap(format!("ip link set {index} master {master}"), e))
-    }
-
     /// `ip link set <index> netns <ns>`.
     pub fn link_set_netns(&self, index: u32, ns: &NetNs) -> Result<()> {
         let attr = LinkAttribute::NetNsFd(ns.as_raw_fd());
