@@ -91,13 +91,8 @@ impl Netlink {
             NLM_F_CREATE | NLM_F_EXCL,
         )
         .map_err(|e| {
-            Error::wrap(
-                {
-                    let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
-                    format!("ip route add {network}{via} dev {index}")
-                },
-                e,
-            )
+            let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+            Error::wrap(format!("ip route add {network}{via} dev {index}"), e)
         })
     }
 

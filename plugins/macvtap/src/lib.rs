@@ -59,14 +59,15 @@ impl Plugin for Macvtap {
             ctr_ns: &ctr_ns,
         };
 
-        // Each step below holds what it did, and undoes it when dropped uncommitted: the IPAM
-        // lease first, then a hand-made /dev node, then the macvtap itself.
+        // Each step below records its undo; a failure (an early return) undoes them all, newest
+        // first: the IPAM lease, a hand-made /dev node, the macvtap itself.
+        let mut rollback = Rollback::new();
         let mac = settings.mac.as_ref();
         let claim = match source {
-            Source::Device(id) => Claim::take_device(ns, id, settings.mtu, mac)?,
+            Source::Device(id) => Claim::take_device(ns, id, settings.mtu, mac, &mut rollback)?,
             Source::Master { master, mode } => {
                 let name = temp_name(&req.cmd.container_id, ifname);
-                Claim::create(ns, master, mode, &name, settings.mtu, mac)?
+                Claim::create(ns, master, mode, &name, settings.mtu, mac, &mut rollback)?
             }
         };
         let index = claim.index();
@@ -76,7 +77,13 @@ impl Plugin for Macvtap {
         }
         // Before the rename: the name the macvtap has now is unique on the node, which is how
         // its character device is told apart from other namespaces'.
-        let node = tap::ensure_node(claim.name(), index, settings.owner, settings.group)?;
+        let node = tap::ensure_node(
+            claim.name(),
+            index,
+            settings.owner,
+            settings.group,
+            &mut rollback,
+        )?;
         ctr.link_set_name(index, ifname)
             .map_err(|e| Error::wrap(format!("renaming {} to {ifname}", claim.name()), e))?;
         ctr.link_set_up(index)
@@ -90,8 +97,6 @@ impl Plugin for Macvtap {
             }],
             ..CniResult::default()
         };
-        // The IPAM lease is released by the rollback; the macvtap and its node by their guards.
-        let mut rollback = Rollback::new();
         match req.conf.ipam_type() {
             None => {}
             Some(ipam_type) => {
@@ -131,8 +136,6 @@ impl Plugin for Macvtap {
         }
 
         rollback.commit();
-        node.keep();
-        claim.keep();
         Ok(result)
     }
 

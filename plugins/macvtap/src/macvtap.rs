@@ -10,7 +10,10 @@ use cni_common::mac::MacAddr;
 use cni_common::naming::stable_hash;
 use cni_common::netlink::{Link, Netlink};
 use cni_common::netns::NetNs;
-use cni_common::{Error, Result};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use cni_common::{Error, Result, Rollback, Teardown};
 
 /// The kind the kernel reports for a macvtap.
 pub const KIND: &str = "macvtap";
@@ -67,18 +70,17 @@ fn check_mtu_fits(mtu: Option<u32>, parent: &Link) -> Result<()> {
     }
 }
 
-/// A macvtap this ADD put into the container namespace. Dropping it without [`Claim::keep`]
-/// undoes that: the device plugin's macvtap goes back to the host namespace under its name and
-/// with its attributes (the device plugin expects to find it there), ours is deleted.
+/// A macvtap this ADD put into the container namespace. The rollback undoes that: the device
+/// plugin's macvtap goes back to the host namespace under its name and with its attributes (the
+/// device plugin expects to find it there), ours is deleted.
 pub struct Claim<'a> {
     ns: Namespaces<'a>,
-    origin: Origin,
-    place: Place,
-    /// Its name in the container before the rename: unique on the node.
+    /// Shared with the rollback step, which undoes the claim from wherever it got to.
+    place: Rc<Cell<Place>>,
     name: String,
-    kept: bool,
 }
 
+#[derive(Clone)]
 enum Origin {
     /// The device plugin's macvtap as it was in the host namespace.
     DevicePlugin(Link),
@@ -104,6 +106,7 @@ impl<'a> Claim<'a> {
         id: &str,
         mtu: Option<u32>,
         mac: Option<&MacAddr>,
+        rollback: &mut Rollback<'a>,
     ) -> Result<Claim<'a>> {
         let names = device_link_names(id);
         let mut found = None;
@@ -147,13 +150,13 @@ impl<'a> Claim<'a> {
         ns.host
             .link_set_netns(host_index, ns.ctr_ns)
             .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
-        let mut claim = Claim {
+        let claim = Claim::record(
             ns,
-            origin: Origin::DevicePlugin(original),
-            place: Place::Moved,
-            name: name.clone(),
-            kept: false,
-        };
+            Origin::DevicePlugin(original),
+            Place::Moved,
+            &name,
+            rollback,
+        );
         let index = claim.locate()?;
         if index != host_index {
             // Something took the index between the check and the move.
@@ -176,6 +179,7 @@ impl<'a> Claim<'a> {
         name: &str,
         mtu: Option<u32>,
         mac: Option<&MacAddr>,
+        rollback: &mut Rollback<'a>,
     ) -> Result<Claim<'a>> {
         let parent = ns.host.link_show(master)?.ok_or_else(|| {
             Error::invalid_config(format!(
@@ -187,24 +191,39 @@ impl<'a> Claim<'a> {
             .host
             .link_add_macvtap(name, parent.index, mode, mtu, mac)
             .map_err(|e| Error::wrap(format!("creating a macvtap on {master}"), e))?;
-        let mut claim = Claim {
-            ns,
-            origin: Origin::Created,
-            place: Place::Host(index),
-            name: name.to_string(),
-            kept: false,
-        };
+        let claim = Claim::record(ns, Origin::Created, Place::Host(index), name, rollback);
         ns.host
             .link_set_netns(index, ns.ctr_ns)
             .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
-        claim.place = Place::Moved;
+        claim.place.set(Place::Moved);
         claim.locate()?;
         Ok(claim)
     }
 
+    /// A macvtap this ADD now holds, at `place`; `rollback` gives it back from wherever it is
+    /// by then.
+    fn record(
+        ns: Namespaces<'a>,
+        origin: Origin,
+        place: Place,
+        name: &str,
+        rollback: &mut Rollback<'a>,
+    ) -> Claim<'a> {
+        let claim = Claim {
+            ns,
+            place: Rc::new(Cell::new(place)),
+            name: name.to_string(),
+        };
+        let (at, name) = (Rc::clone(&claim.place), claim.name.clone());
+        rollback.push(format!("the macvtap {name}"), move || {
+            give_up(ns, &origin, &name, at.get())
+        });
+        claim
+    }
+
     /// The index in the container namespace (a claim is only handed out once it is there).
     pub fn index(&self) -> u32 {
-        match self.place {
+        match self.place.get() {
             Place::Container(i) => i,
             Place::Host(_) | Place::Moved => 0,
         }
@@ -215,21 +234,16 @@ impl<'a> Claim<'a> {
         &self.name
     }
 
-    /// The ADD succeeded: the macvtap stays in the container.
-    pub fn keep(mut self) {
-        self.kept = true;
-    }
-
     /// Finds the macvtap in the container after the move: the kernel keeps the index unless
     /// the container uses it, and keeps the name.
-    fn locate(&mut self) -> Result<u32> {
+    fn locate(&self) -> Result<u32> {
         let link = self.ns.ctr.link_show(&self.name)?.ok_or_else(|| {
             Error::system(format!(
                 "{} is not in the container after moving it there",
                 self.name
             ))
         })?;
-        self.place = Place::Container(link.index);
+        self.place.set(Place::Container(link.index));
         Ok(link.index)
     }
 
@@ -247,9 +261,11 @@ impl<'a> Claim<'a> {
         }
         Ok(())
     }
+}
 
-    /// Puts the device plugin's macvtap back as it was; carries on past failures.
-    fn give_back(&self, original: &Link, index: u32) -> Vec<Error> {
+/// Puts the device plugin's macvtap back as it was; carries on past failures.
+fn give_back(ns: Namespaces, original: &Link, index: u32) -> Vec<Error> {
+    {
         let mut errors = Vec::new();
         let mut attempt = |r: Result<()>| {
             if let Err(e) = r {
@@ -257,10 +273,10 @@ impl<'a> Claim<'a> {
             }
         };
         // A link must be down to be renamed; the move takes it down anyway.
-        attempt(self.ns.ctr.link_set_down(index));
-        attempt(self.ns.ctr.link_set_name(index, &original.name));
-        attempt(self.ns.ctr.link_set_netns(index, self.ns.host_ns));
-        let back = match self.ns.host.link_show(&original.name) {
+        attempt(ns.ctr.link_set_down(index));
+        attempt(ns.ctr.link_set_name(index, &original.name));
+        attempt(ns.ctr.link_set_netns(index, ns.host_ns));
+        let back = match ns.host.link_show(&original.name) {
             Ok(Some(link)) => link,
             Ok(None) => {
                 errors.push(Error::system(format!(
@@ -276,56 +292,46 @@ impl<'a> Claim<'a> {
         };
         let i = back.index;
         if back.mtu != original.mtu {
-            attempt(self.ns.host.link_set_mtu(i, original.mtu));
+            attempt(ns.host.link_set_mtu(i, original.mtu));
         }
         if let Some(mac) = original.mac.filter(|m| back.mac != Some(*m)) {
-            attempt(self.ns.host.link_set_address(i, &mac));
+            attempt(ns.host.link_set_address(i, &mac));
         }
         if back.promisc != original.promisc {
-            attempt(self.ns.host.link_set_promisc(i, original.promisc));
+            attempt(ns.host.link_set_promisc(i, original.promisc));
         }
         if original.up {
-            attempt(self.ns.host.link_set_up(i));
+            attempt(ns.host.link_set_up(i));
         }
         errors
     }
 }
 
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        if self.kept {
-            return;
+/// Undoes a claim from where it got to: a macvtap this ADD created is deleted, the device
+/// plugin's is put back in the host namespace as it was.
+fn give_up(ns: Namespaces, origin: &Origin, name: &str, place: Place) -> Result<()> {
+    let place = match place {
+        Place::Moved => match ns.ctr.link_show(name)? {
+            Some(link) => Place::Container(link.index),
+            None => return Err(Error::system(format!("{name} is nowhere to be found"))),
+        },
+        place => place,
+    };
+    let mut teardown = Teardown::new();
+    match (origin, place) {
+        (Origin::Created, Place::Host(i)) => {
+            teardown.step(ns.host.link_del(i));
         }
-        let place = match self.place {
-            Place::Moved => match self.ns.ctr.link_show(&self.name) {
-                Ok(Some(link)) => Place::Container(link.index),
-                Ok(None) => {
-                    tracing::warn!("rollback: {} is nowhere to be found", self.name);
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!("rollback of {}: {e}", self.name);
-                    return;
-                }
-            },
-            place => place,
-        };
-        let errors = match (&self.origin, place) {
-            (Origin::Created, Place::Host(i)) => {
-                self.ns.host.link_del(i).err().into_iter().collect()
-            }
-            (Origin::Created, Place::Container(i)) => {
-                self.ns.ctr.link_del(i).err().into_iter().collect()
-            }
-            // The move itself failed: the device never left.
-            (Origin::DevicePlugin(_), Place::Host(_)) => Vec::new(),
-            (Origin::DevicePlugin(original), Place::Container(i)) => self.give_back(original, i),
-            (_, Place::Moved) => Vec::new(),
-        };
-        for e in errors {
-            tracing::warn!("rollback of {}: {e}", self.name);
+        (Origin::Created, Place::Container(i)) => {
+            teardown.step(ns.ctr.link_del(i));
+        }
+        // The move itself failed: the device never left.
+        (Origin::DevicePlugin(_), Place::Host(_)) | (_, Place::Moved) => {}
+        (Origin::DevicePlugin(original), Place::Container(i)) => {
+            teardown.extend(give_back(ns, original, i))
         }
     }
+    teardown.finish()
 }
 
 #[cfg(test)]

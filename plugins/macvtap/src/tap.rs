@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use cni_common::{Code, Error, Result};
+use cni_common::{Code, Error, Result, Rollback};
 use nix::sys::stat::{major, makedev, minor, mknod, Mode, SFlag};
 
 const DEV_DIR: &str = "/dev";
@@ -34,9 +34,8 @@ pub fn node_path(index: u32) -> PathBuf {
     Path::new(DEV_DIR).join(format!("tap{index}"))
 }
 
-/// The node of one macvtap. When this call made it by hand, dropping it removes it again unless
-/// [`TapNode::keep`] was called: that is the rollback of a failed ADD.
-#[derive(Debug)]
+/// The node of one macvtap.
+#[derive(Debug, Clone)]
 pub struct TapNode {
     path: PathBuf,
     /// `tap<N>`, the name of the node and of the device it is for.
@@ -55,11 +54,6 @@ impl TapNode {
         self.made
     }
 
-    /// The ADD succeeded: the node stays.
-    pub fn keep(mut self) {
-        self.made = false;
-    }
-
     /// After DEL deleted the macvtap: removes the node if it is still there for the device that
     /// is now gone. Only nodes made by hand survive their device. If another tap of the same
     /// name has taken the number meanwhile, the node is right for that one and stays.
@@ -75,20 +69,17 @@ impl TapNode {
     }
 }
 
-impl Drop for TapNode {
-    fn drop(&mut self) {
-        if self.made {
-            if let Err(e) = self.remove_if_left_over() {
-                tracing::warn!("rollback: {e}");
-            }
-        }
-    }
-}
-
 /// Makes `/dev/tap<index>` the node of macvtap `netdev` and gives it to `owner`:`group`.
 /// `netdev` is the macvtap's current name, which must be unique on the node (the device plugin's
-/// name or our temporary one), since names in other namespaces are visible here.
-pub fn ensure_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<TapNode> {
+/// name or our temporary one), since names in other namespaces are visible here. A node made
+/// by hand is removed again by `rollback`.
+pub fn ensure_node(
+    netdev: &str,
+    index: u32,
+    owner: u32,
+    group: u32,
+    rollback: &mut Rollback<'_>,
+) -> Result<TapNode> {
     let path = node_path(index);
     let tap = format!("tap{index}");
     // Without it every node would look left over, and be replaced.
@@ -153,19 +144,11 @@ pub fn ensure_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<T
                     // devtmpfs or udev made one meanwhile: look at it again.
                     Err(nix::Error::EEXIST) => continue,
                     Err(e) => {
-                        return Err(Error::from(e)).map_err(|e| {
-                            Error::wrap(
-                                {
-                                    format!(
-                                        "mknod {} c {} {}",
-                                        path.display(),
-                                        major(rdev),
-                                        minor(rdev)
-                                    )
-                                },
-                                e,
-                            )
-                        })
+                        let (major, minor) = (major(rdev), minor(rdev));
+                        return Err(Error::wrap(
+                            format!("mknod {} c {major} {minor}", path.display()),
+                            e,
+                        ));
                     }
                 }
                 let node = TapNode {
@@ -174,6 +157,10 @@ pub fn ensure_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<T
                     rdev,
                     made: true,
                 };
+                let made = node.clone();
+                rollback.push(format!("{} made by hand", node.path.display()), move || {
+                    made.remove_if_left_over()
+                });
                 chown(&node.path, owner, group)?;
                 return Ok(node);
             }
