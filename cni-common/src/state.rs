@@ -187,23 +187,23 @@ mod tests {
 
     use super::*;
 
-    /// A unique directory under the system temp dir, removed on drop.
-    struct TempDir(PathBuf);
+    /// A directory of its own, removed at the end of the test; `path` is where the state goes,
+    /// which does not exist until something is written.
+    struct TempDir {
+        path: PathBuf,
+        _removed_on_drop: tempfile::TempDir,
+    }
 
     impl TempDir {
         fn new(tag: &str) -> TempDir {
-            static N: AtomicU64 = AtomicU64::new(0);
-            let n = N.fetch_add(1, Ordering::Relaxed);
-            TempDir(
-                std::env::temp_dir()
-                    .join(format!("cni-common-state-{tag}-{}-{n}", std::process::id())),
-            )
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("cni-common-state-{tag}-"))
+                .tempdir()
+                .expect("temp dir");
+            TempDir {
+                path: dir.path().join("state"),
+                _removed_on_drop: dir,
+            }
         }
     }
 
@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn round_trip_and_permissions() {
         let tmp = TempDir::new("roundtrip");
-        let dir = StateDir::new(tmp.0.join("nested"));
+        let dir = StateDir::new(tmp.path.join("nested"));
         let mut v = BTreeMap::new();
         v.insert("mtu".to_string(), 1500);
         dir.write("c1_net1.json", &v).expect("write");
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn absent_state_is_none_and_remove_is_idempotent() {
         let tmp = TempDir::new("absent");
-        let dir = StateDir::new(&tmp.0);
+        let dir = StateDir::new(&tmp.path);
         assert_eq!(dir.read::<i32>("x.json").expect("read"), None);
         assert_eq!(
             dir.list().expect("list of absent dir"),
@@ -256,9 +256,9 @@ mod tests {
     #[test]
     fn corrupt_state_is_a_decoding_error() {
         let tmp = TempDir::new("corrupt");
-        let dir = StateDir::new(&tmp.0);
+        let dir = StateDir::new(&tmp.path);
         dir.write("c.json", &1).expect("write");
-        fs::write(tmp.0.join("c.json"), b"{not json").expect("corrupt it");
+        fs::write(tmp.path.join("c.json"), b"{not json").expect("corrupt it");
         let err = dir.read::<i32>("c.json").expect_err("corrupt");
         assert_eq!(err.code(), Code::Decoding);
         assert!(err.msg().contains("is corrupt"), "{err}");
@@ -267,12 +267,12 @@ mod tests {
     #[test]
     fn list_excludes_temp_files_and_is_sorted() {
         let tmp = TempDir::new("list");
-        let dir = StateDir::new(&tmp.0);
+        let dir = StateDir::new(&tmp.path);
         dir.write("b_net1.json", &1).expect("write");
         dir.write("a_net1.json", &2).expect("write");
         // A temp file left behind by a crash between write and rename.
-        fs::write(tmp.0.join(".c_net1.json.tmp.1.0"), b"1").expect("stray temp");
-        fs::create_dir(tmp.0.join("subdir")).expect("subdir");
+        fs::write(tmp.path.join(".c_net1.json.tmp.1.0"), b"1").expect("stray temp");
+        fs::create_dir(tmp.path.join("subdir")).expect("subdir");
         assert_eq!(
             dir.list().expect("list"),
             vec!["a_net1.json", "b_net1.json"]
@@ -282,11 +282,11 @@ mod tests {
     #[test]
     fn writes_leave_no_temp_files() {
         let tmp = TempDir::new("notemp");
-        let dir = StateDir::new(&tmp.0);
+        let dir = StateDir::new(&tmp.path);
         for i in 0..20 {
             dir.write("s.json", &i).expect("write");
         }
-        let all: Vec<_> = fs::read_dir(&tmp.0)
+        let all: Vec<_> = fs::read_dir(&tmp.path)
             .expect("read_dir")
             .map(|e| e.expect("entry").file_name())
             .collect();
@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn concurrent_writers_never_expose_a_partial_file() {
         let tmp = TempDir::new("concurrent");
-        let dir = StateDir::new(&tmp.0);
+        let dir = StateDir::new(&tmp.path);
         let big: Vec<u32> = (0..20_000).collect();
         dir.write("s.json", &big).expect("first write");
         std::thread::scope(|s| {
