@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use wait_timeout::ChildExt;
 
 /// Every process of the tier gets these: the kubelet (through its cloud SDKs) would otherwise
 /// probe the EC2 metadata address at start, traffic that must never leave the machine.
@@ -64,13 +65,10 @@ impl Daemon {
             return;
         }
         let pid = Pid::from_raw(self.child.id() as i32);
+        // Teardown goes on whatever happens: a process that is gone already cannot be signalled.
         let _ = kill(pid, Signal::SIGTERM);
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if matches!(self.child.wait_timeout(grace), Ok(Some(_))) {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
