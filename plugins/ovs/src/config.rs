@@ -12,11 +12,10 @@ use cni_common::config::{cni_args_mac, pick_mac, NetConf};
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
+use ovsdb::Endpoint;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-use ovsdb::Endpoint;
 
 use crate::vlan::{PortVlan, TrunkEntry};
 
