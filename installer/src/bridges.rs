@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cni_common::netlink::Netlink;
-use ovs::ovsdb::{self, Client, Endpoint};
+use ovsdb::{Client, Endpoint};
 use serde_json::json;
 
 use crate::error::{Context, Error, Result};
@@ -30,7 +30,13 @@ pub fn ovs_bridges(ovs: &mut Client) -> Result<BTreeSet<String>> {
     let results = ovs
         .transact(&ops, Duration::ZERO)
         .and_then(|r| r.into_results("ovs-vsctl list-br"))
-        .with_context(|| format!("listing Open vSwitch bridges at {}", ovs.endpoint()))?;
+        .map_err(|e| {
+            Error::new(format!(
+                "listing Open vSwitch bridges at {}: {}",
+                ovs.endpoint(),
+                e.report()
+            ))
+        })?;
     let rows = results.first().map(ovsdb::rows).unwrap_or_default();
     let mut names = BTreeSet::new();
     for row in rows {
@@ -62,7 +68,9 @@ impl Source {
             Mark::LinuxBridge => Ok(Source::Linux(
                 Netlink::current().context("opening a netlink socket")?,
             )),
-            Mark::Ovs => Ok(Source::Ovs(Endpoint::parse("--ovsdb", ovsdb)?)),
+            Mark::Ovs => Ok(Source::Ovs(
+                Endpoint::parse(ovsdb).map_err(|e| Error::new(format!("--ovsdb {e}")))?,
+            )),
         }
     }
 
@@ -71,7 +79,8 @@ impl Source {
             Source::Linux(nl) => linux_bridges(nl),
             Source::Ovs(endpoint) => {
                 // Its error names the endpoint already.
-                let mut client = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+                let mut client =
+                    Client::connect(endpoint, OVSDB_TIMEOUT).map_err(|e| Error::new(e.report()))?;
                 ovs_bridges(&mut client)
             }
         }

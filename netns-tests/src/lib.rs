@@ -17,6 +17,7 @@
 //!   [`build_libcni_driver`]), the code path containerd, CRI-O and Multus use.
 
 pub mod bench;
+pub mod openvswitch;
 pub mod real_kernel_tier;
 
 use std::collections::BTreeSet;

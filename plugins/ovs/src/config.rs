@@ -12,11 +12,11 @@ use cni_common::config::{cni_args_mac, pick_mac, NetConf};
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
+use ovsdb::Endpoint;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::ovsdb::Endpoint;
 use crate::vlan::{PortVlan, TrunkEntry};
 
 pub const DEFAULT_SOCKET: &str = "unix:/var/run/openvswitch/db.sock";
@@ -110,10 +110,20 @@ impl OvsConf {
     /// The OVSDB endpoint: `socket_file`, default `unix:/var/run/openvswitch/db.sock`.
     pub fn endpoint(&self) -> Result<Endpoint> {
         match self.socket_file.as_deref().filter(|s| !s.is_empty()) {
-            Some(s) => Endpoint::parse("socket_file", s),
-            None => Endpoint::parse("socket_file", DEFAULT_SOCKET),
+            Some(s) => parse_endpoint("socket_file", s),
+            None => parse_endpoint("socket_file", DEFAULT_SOCKET),
         }
     }
+}
+
+/// An OVSDB endpoint from config field `field`: `unix:PATH`, `tcp:IP[:PORT]` or a bare path.
+fn parse_endpoint(field: &str, s: &str) -> Result<Endpoint> {
+    Endpoint::parse(s).map_err(|e| match e {
+        ovsdb::Error::UnsupportedEndpoint { .. } => {
+            Error::unsupported_field(format!("{field} {e}"))
+        }
+        e => Error::invalid_config(format!("{field} {e}")),
+    })
 }
 
 /// The config of this call with the flat file merged in.
@@ -387,6 +397,24 @@ mod tests {
         assert_eq!(mine.trunk.map(|t| t.len()), Some(1));
         assert_eq!(mine.socket_file.as_deref(), Some("unix:/file.sock"));
         assert_eq!(mine.link_state_check_retries, Some(9));
+    }
+
+    #[test]
+    fn a_malformed_socket_file_is_invalid_config_and_ssl_unsupported() {
+        let with = |s: &str| OvsConf {
+            socket_file: Some(s.to_string()),
+            ..OvsConf::default()
+        };
+        let e = with("db.sock").endpoint().expect_err("no scheme");
+        assert_eq!(e.code(), cni_common::Code::InvalidConfig);
+        assert!(
+            e.msg().starts_with("socket_file \"db.sock\""),
+            "{}",
+            e.msg()
+        );
+        let e = with("ssl:1.2.3.4:6640").endpoint().expect_err("ssl");
+        assert_eq!(e.code(), cni_common::Code::UnsupportedField);
+        assert!(e.msg().starts_with("socket_file"), "{}", e.msg());
     }
 
     #[test]

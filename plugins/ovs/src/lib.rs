@@ -11,7 +11,6 @@ pub mod arp;
 pub mod attachment;
 pub mod cache;
 pub mod config;
-pub mod ovsdb;
 pub mod veth;
 pub mod vlan;
 pub mod vsctl;
@@ -26,12 +25,12 @@ use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
 use cni_common::version::ResultFormat;
 use cni_common::{Code, Error, Result, Rollback, Teardown};
+use ovsdb::{Client, Endpoint};
 
 use crate::arp::PacketSocket;
 use crate::attachment::{attachment_id, Attachment};
 use crate::cache::CachedNetConf;
 use crate::config::{OvsConf, Settings};
-use crate::ovsdb::{Client, Endpoint};
 use crate::veth::VethSpec;
 use crate::vsctl::{NewPort, PortView};
 
@@ -44,6 +43,11 @@ pub const ABOUT: &str = concat!(
 
 /// Bound on connecting to OVSDB and on each request; the link-state wait adds its own time.
 const OVSDB_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connects to OVSDB; see [`vsctl::cni_error`] for what its errors become.
+fn connect(endpoint: &Endpoint) -> Result<Client> {
+    Client::connect(endpoint, OVSDB_TIMEOUT).map_err(vsctl::cni_error)
+}
 
 /// Where the container interface is in our result's `interfaces` (the host veth is 0).
 const CONTAINER_IFACE: usize = 1;
@@ -65,7 +69,7 @@ impl Plugin for Ovs {
             )));
         }
         // Before anything is created: with OVSDB down, ADD fails at once and leaves nothing.
-        let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
+        let mut ovs = connect(&s.endpoint)?;
         let ns = req.open_netns()?;
         let att = Attachment::of(req);
         let host_nl = Netlink::current()?;
@@ -131,7 +135,7 @@ impl Plugin for Ovs {
         let endpoint = &s.endpoint;
         rollback.push(format!("the port {}", att.host_veth), move || {
             // The ADD's own connection is still in use: the undo opens another.
-            let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+            let mut ovs = connect(endpoint)?;
             vsctl::del_ports(&mut ovs, &[&port])
         });
 
@@ -224,7 +228,7 @@ impl Plugin for Ovs {
         if let Some(t) = req.conf.ipam_type() {
             ipam::exec_check(t, req)?;
         }
-        let mut ovs = Client::connect(&s.endpoint, OVSDB_TIMEOUT)?;
+        let mut ovs = connect(&s.endpoint)?;
         let view = vsctl::show_port(
             &mut ovs,
             &att.id,
@@ -292,7 +296,7 @@ impl Plugin for Ovs {
         let conf = config::load(&req.conf)?;
         let endpoint = conf.endpoint()?;
         let unavailable = |e: Error| Error::new(Code::NotAvailable, e.msg());
-        let mut ovs = Client::connect(&endpoint, OVSDB_TIMEOUT).map_err(unavailable)?;
+        let mut ovs = connect(&endpoint).map_err(unavailable)?;
         if let Some(bridge) = conf.bridge.as_deref().filter(|b| !b.is_empty()) {
             if !vsctl::br_exists(&mut ovs, bridge).map_err(unavailable)? {
                 return Err(Error::new(
@@ -341,7 +345,7 @@ fn remove_ports(
     att: &Attachment,
     req: &Request<OvsConf>,
 ) -> Result<Vec<String>> {
-    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let mut ovs = connect(endpoint)?;
     let ports = vsctl::find_ports(&mut ovs, &att.id, &req.cmd.netns, &req.cmd.ifname)?;
     let uuids: Vec<&str> = ports.iter().map(|p| p.uuid.as_str()).collect();
     vsctl::del_ports(&mut ovs, &uuids)?;
@@ -355,7 +359,7 @@ fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()>
         .iter()
         .map(|a| attachment_id(&a.container_id, &a.ifname))
         .collect();
-    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let mut ovs = connect(endpoint)?;
     let stale: Vec<vsctl::PortRow> = vsctl::list_ports(&mut ovs, &req.conf.name)?
         .into_iter()
         .filter(|p| p.attachment().is_none_or(|a| !valid.contains(a)))
@@ -374,7 +378,7 @@ fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()>
 /// their attachment) whose device no longer exists: what ovs-cni's own cleanup removes, found
 /// without waiting for ovs-vswitchd to mark the interface in error.
 fn remove_dead_ports(endpoint: &Endpoint, bridge: &str, nl: &Netlink) -> Result<()> {
-    let mut ovs = Client::connect(endpoint, OVSDB_TIMEOUT)?;
+    let mut ovs = connect(endpoint)?;
     let mut dead = Vec::new();
     for port in vsctl::owned_ports_on(&mut ovs, bridge)? {
         if !port.made_by_us() && nl.link_show(&port.name)?.is_none() {

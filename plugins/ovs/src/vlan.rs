@@ -7,8 +7,6 @@ use cni_common::vlan::{collect_trunk, vlan_id};
 use cni_common::Result;
 use serde_json::{json, Value};
 
-use crate::ovsdb;
-
 /// What a port's `vlan_mode`, `tag` and `trunks` columns say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortVlan {

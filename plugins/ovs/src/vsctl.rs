@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cni_common::{Error, Result};
+use cni_common::{Code, Error, Result};
+use ovsdb::{Client, Reply};
 use serde_json::{json, Map, Value};
 
 use crate::attachment::{KEY_ATTACHMENT, KEY_IFACE, KEY_NETNS, KEY_NETWORK, KEY_OWNER, OWNER};
-use crate::ovsdb::{self, Client};
 use crate::vlan::PortVlan;
 
 /// A port to create: the host veth as an OVS system interface.
@@ -91,6 +91,25 @@ const PORT_COLUMNS: [&str; 7] = [
     "external_ids",
 ];
 
+/// An OVSDB error as a CNI error: a server that cannot be reached or stopped answering is code
+/// 11 (try again later; OVS restarting is the usual cause), anything else a system error.
+pub fn cni_error(e: ovsdb::Error) -> Error {
+    if e.is_transient() {
+        Error::new(Code::TryAgainLater, e.report())
+    } else {
+        Error::system(e.report())
+    }
+}
+
+fn transact(ovs: &mut Client, ops: &[Value], extra: Duration) -> Result<Reply> {
+    ovs.transact(ops, extra).map_err(cni_error)
+}
+
+/// The per-operation results of a transaction that committed; else its failure, as `doing`'s.
+fn committed(reply: Reply, doing: &str) -> Result<Vec<Value>> {
+    reply.into_results(doing).map_err(cni_error)
+}
+
 fn name_is(name: &str) -> Value {
     json!([["name", "==", name]])
 }
@@ -149,7 +168,7 @@ pub fn add_port(ovs: &mut Client, port: &NewPort) -> Result<String> {
         }),
     ];
     let doing = format!("ovs-vsctl add-port {} {}", port.bridge, port.name);
-    let reply = ovs.transact(&ops, Duration::ZERO)?;
+    let reply = transact(ovs, &ops, Duration::ZERO)?;
     match reply.failure() {
         Some(f) if f.index == 0 => {
             return Err(Error::system(format!(
@@ -166,7 +185,7 @@ pub fn add_port(ovs: &mut Client, port: &NewPort) -> Result<String> {
         }
         _ => {}
     }
-    let results = reply.into_results(&doing)?;
+    let results = committed(reply, &doing)?;
     results
         .get(2)
         .and_then(|r| r.get("uuid"))
@@ -191,9 +210,7 @@ pub fn del_ports(ovs: &mut Client, ports: &[&str]) -> Result<()> {
             })
         })
         .collect();
-    ovs.transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl del-port")
-        .map(drop)
+    committed(transact(ovs, &ops, Duration::ZERO)?, "ovs-vsctl del-port").map(drop)
 }
 
 /// The Ports of one attachment, in one transaction: this plugin's (`ovs-vsctl find Port
@@ -219,9 +236,7 @@ pub fn find_ports(
             &PORT_COLUMNS,
         ));
     }
-    let results = ovs
-        .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl find Port")?;
+    let results = committed(transact(ovs, &ops, Duration::ZERO)?, "ovs-vsctl find Port")?;
     let mut ports: Vec<PortRow> = Vec::new();
     for port in results
         .iter()
@@ -241,9 +256,7 @@ pub fn find_ports(
 pub fn list_ports(ovs: &mut Client, network: &str) -> Result<Vec<PortRow>> {
     let filter = external_ids_include(&[(KEY_NETWORK, network)]);
     let ops = [select("Port", filter, &PORT_COLUMNS)];
-    let results = ovs
-        .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl find Port")?;
+    let results = committed(transact(ovs, &ops, Duration::ZERO)?, "ovs-vsctl find Port")?;
     Ok(results
         .first()
         .map(ovsdb::rows)
@@ -264,9 +277,7 @@ pub fn owned_ports_on(ovs: &mut Client, bridge: &str) -> Result<Vec<PortRow>> {
             &PORT_COLUMNS,
         ),
     ];
-    let results = ovs
-        .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl list-ports")?;
+    let results = committed(transact(ovs, &ops, Duration::ZERO)?, "ovs-vsctl list-ports")?;
     let on_bridge = results
         .first()
         .map(ovsdb::rows)
@@ -298,9 +309,7 @@ fn uuids_of_ports(bridge_row: &Value) -> Vec<String> {
 /// `ovs-vsctl br-exists <bridge>`.
 pub fn br_exists(ovs: &mut Client, bridge: &str) -> Result<bool> {
     let ops = [select("Bridge", name_is(bridge), &["name"])];
-    let results = ovs
-        .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl br-exists")?;
+    let results = committed(transact(ovs, &ops, Duration::ZERO)?, "ovs-vsctl br-exists")?;
     Ok(!results
         .first()
         .map(ovsdb::rows)
@@ -316,7 +325,7 @@ pub fn wait_until_link_up(ovs: &mut Client, iface: &str, timeout: Duration) -> R
         "op": "wait", "timeout": ms, "table": "Interface", "where": name_is(iface),
         "columns": ["link_state"], "until": "==", "rows": [{"link_state": "up"}]
     })];
-    let reply = ovs.transact(&ops, timeout)?;
+    let reply = transact(ovs, &ops, timeout)?;
     if reply.failure().is_some() {
         return Err(Error::system(format!(
             "OVS did not report interface {iface} up within {} ms \
@@ -324,7 +333,7 @@ pub fn wait_until_link_up(ovs: &mut Client, iface: &str, timeout: Duration) -> R
             timeout.as_millis()
         )));
     }
-    reply.into_results("ovs-vsctl wait-until").map(drop)
+    committed(reply, "ovs-vsctl wait-until").map(drop)
 }
 
 /// What CHECK compares with the config.
@@ -358,9 +367,10 @@ pub fn show_port(
             &["_uuid", "name", "error"],
         ));
     }
-    let results = ovs
-        .transact(&ops, Duration::ZERO)?
-        .into_results("ovs-vsctl list Bridge")?;
+    let results = committed(
+        transact(ovs, &ops, Duration::ZERO)?,
+        "ovs-vsctl list Bridge",
+    )?;
     let rows = |i: usize| results.get(i).map(ovsdb::rows).unwrap_or_default();
     let bridge_ports = rows(0).first().map(uuids_of_ports);
     let interface = rows(1).first().and_then(|r| {

@@ -6,7 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    error_code, error_msg, static_ipam, stdout_json, OvsNode, Pod, BRIDGE, IFNAME, NETWORK,
+    error_code, error_msg, host_veth, static_ipam, stdout_json, OvsNode, PluginNode, Pod, BRIDGE,
+    IFNAME, NETWORK,
 };
 use netns_tests::{expect_failure, expect_success, wait_for, TempDir};
 use serde_json::{json, Value};
@@ -52,7 +53,7 @@ fn add_creates_an_access_port_tagged_with_its_attachment() {
     let result = stdout_json(&out);
     expect_success(&out, "ADD");
 
-    let port = pod.host_veth();
+    let port = host_veth(&pod);
     assert_eq!(node.ports(), vec![port.clone()]);
     assert_eq!(node.port_column(&port, "vlan_mode"), "access");
     assert_eq!(node.port_column(&port, "tag"), "100");
@@ -85,7 +86,7 @@ fn trunk_config_becomes_a_trunk_port_and_vlan_is_then_ignored() {
     ] {
         let pod = Pod::new(tag);
         node.add_ok(&pod, &node.config(fields));
-        let port = pod.host_veth();
+        let port = host_veth(&pod);
         assert_eq!(node.port_column(&port, "vlan_mode"), "trunk", "{tag}");
         assert_eq!(
             node.port_column(&port, "trunks"),
@@ -101,7 +102,7 @@ fn a_port_without_vlan_or_trunk_is_a_trunk_of_every_vlan() {
     let node = OvsNode::start("ovs-novlan");
     let pod = Pod::new("ovs-novlan-pod");
     node.add_ok(&pod, &node.config(json!({})));
-    let port = pod.host_veth();
+    let port = host_veth(&pod);
     assert_eq!(node.port_column(&port, "vlan_mode"), "trunk");
     assert_eq!(node.port_column(&port, "trunks"), "[]");
     assert_eq!(node.port_column(&port, "tag"), "[]");
@@ -153,7 +154,7 @@ fn mtu_is_set_on_both_ends_of_the_veth() {
     node.add_ok(&pod, &node.config(json!({"mtu": 1400, "vlan": 5})));
     assert_eq!(pod.link().expect("net1").mtu, Some(1400));
     assert_eq!(
-        node.host.link(&pod.host_veth()).expect("host veth").mtu,
+        node.host.link(&host_veth(&pod)).expect("host veth").mtu,
         Some(1400)
     );
 }
@@ -196,7 +197,7 @@ fn del_succeeds_when_the_port_was_already_removed_from_ovsdb() {
     let pod = Pod::new("ovs-delport-pod");
     let conf = node.config(json!({"vlan": 100}));
     node.add_ok(&pod, &conf);
-    node.vsctl(&["del-port", BRIDGE, &pod.host_veth()]);
+    node.vsctl(&["del-port", BRIDGE, &host_veth(&pod)]);
     expect_success(&node.call("DEL", &pod, &conf), "DEL");
     assert!(pod.link().is_none());
     node.host.assert_no_new_veths("after DEL");
@@ -246,11 +247,11 @@ fn gc_removes_only_this_networks_ports_not_in_the_valid_list() {
 
     let mut ports = node.ports();
     ports.sort();
-    let mut expected = vec![keep.host_veth(), other.host_veth(), "foreign0".to_string()];
+    let mut expected = vec![host_veth(&keep), host_veth(&other), "foreign0".to_string()];
     expected.sort();
     assert_eq!(ports, expected);
     assert!(
-        node.host.link(&stale.host_veth()).is_none(),
+        node.host.link(&host_veth(&stale)).is_none(),
         "stale veth left"
     );
     assert!(stale.link().is_none());
@@ -263,7 +264,7 @@ fn gc_removes_only_this_networks_ports_not_in_the_valid_list() {
 fn gc_removes_a_port_left_by_a_killed_add() {
     let node = OvsNode::start("ovs-gckill");
     let pod = Pod::new("ovs-gckill-pod");
-    let name = pod.host_veth();
+    let name = host_veth(&pod);
     node.add_veth(&name, &pod);
     let attachment = format!(
         "external_ids:cni-attachment=\"{}/{IFNAME}\"",
@@ -524,7 +525,7 @@ fn check_passes_after_add_and_fails_when_the_tag_drifts() {
     check["prevResult"] = result;
     expect_success(&node.call("CHECK", &pod, &check), "CHECK after ADD");
 
-    node.vsctl(&["set", "Port", &pod.host_veth(), "tag=300"]);
+    node.vsctl(&["set", "Port", &host_veth(&pod), "tag=300"]);
     let out = node.call("CHECK", &pod, &check);
     expect_failure(&out, "CHECK after the tag changed");
     assert!(error_msg(&out).contains("tag 300"), "{}", error_msg(&out));
@@ -537,7 +538,7 @@ fn check_fails_when_the_port_is_gone_from_ovsdb() {
     let conf = node.config(json!({"vlan": 100}));
     let mut check = conf.clone();
     check["prevResult"] = node.add_ok(&pod, &conf);
-    node.vsctl(&["del-port", BRIDGE, &pod.host_veth()]);
+    node.vsctl(&["del-port", BRIDGE, &host_veth(&pod)]);
     let out = node.call("CHECK", &pod, &check);
     expect_failure(&out, "CHECK without the port");
     assert!(error_msg(&out).contains("no port"), "{}", error_msg(&out));
@@ -642,7 +643,7 @@ fn socket_file_takes_a_bare_path_and_a_tcp_address() {
         let pod = Pod::new("ovs-socket-pod");
         let conf = node.config(json!({"socket_file": socket, "vlan": 7}));
         node.add_ok(&pod, &conf);
-        assert_eq!(node.port_column(&pod.host_veth(), "tag"), "7", "{socket}");
+        assert_eq!(node.port_column(&host_veth(&pod), "tag"), "7", "{socket}");
         expect_success(&node.call("DEL", &pod, &conf), "DEL");
     }
     assert!(node.ports().is_empty());
@@ -662,7 +663,7 @@ fn configuration_path_fills_what_the_network_config_leaves_unset() {
     });
     let pod = Pod::new("ovs-flat-pod");
     node.add_ok(&pod, &conf);
-    assert_eq!(node.port_column(&pod.host_veth(), "tag"), "33");
+    assert_eq!(node.port_column(&host_veth(&pod), "tag"), "33");
     assert_eq!(
         pod.link().expect("net1").mtu,
         Some(1450),
@@ -673,7 +674,7 @@ fn configuration_path_fills_what_the_network_config_leaves_unset() {
     conf["vlan"] = json!(44);
     let pod = Pod::new("ovs-flat-pod2");
     node.add_ok(&pod, &conf);
-    assert_eq!(node.port_column(&pod.host_veth(), "tag"), "44");
+    assert_eq!(node.port_column(&host_veth(&pod), "tag"), "44");
 }
 
 #[test]
@@ -689,7 +690,7 @@ fn ovn_port_ofport_request_and_interface_type_land_on_the_interface_row() {
         &[("CNI_ARGS", "IgnoreUnknown=1;OvnPort=lsp-1")],
     );
     expect_success(&out, "ADD");
-    let iface = pod.host_veth();
+    let iface = host_veth(&pod);
     assert_eq!(
         node.vsctl(&["get", "Interface", &iface, "external_ids:iface-id"]),
         "lsp-1"

@@ -8,7 +8,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use common::{ovs_cni, OvsNode, Pod, BRIDGE, IFNAME, NETWORK};
+use common::{host_veth, ovs_cni, OvsNode, PluginNode, Pod, BRIDGE, IFNAME, NETWORK};
 use netns_tests::{expect_failure, expect_success, wait_for, TempDir};
 use serde_json::{json, Value};
 
@@ -44,7 +44,7 @@ fn add_writes_the_port_tags_and_cache_file_ovs_cni_needs() {
         &[("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_UID=uid-42")],
     );
     expect_success(&out, "ADD");
-    let ids = node.port_external_ids(&pod.host_veth());
+    let ids = node.port_external_ids(&host_veth(&pod));
     let want: Vec<(&str, String)> = vec![
         ("cni-attachment", format!("{}/{IFNAME}", pod.container_id)),
         ("cni-network", NETWORK.to_string()),
@@ -147,7 +147,7 @@ mod in_guest {
         let node = OvsNode::start_on("sw-goclean", "system");
         let pod = Pod::new("sw-goclean-pod");
         node.add_ok(&pod, &node.config(json!({"vlan": 7})));
-        let port = pod.host_veth();
+        let port = host_veth(&pod);
         pod.ns.delete().expect("netns deleted");
         node.wait_veth_gone(&port);
         let in_error = || {
@@ -269,7 +269,7 @@ fn ovs_cni_check_of_an_attachment_we_made_passes() {
         pods.push((pod, conf));
     }
     let (pod, conf) = &pods[0];
-    node.vsctl(&["set", "Port", &pod.host_veth(), "tag=101"]);
+    node.vsctl(&["set", "Port", &host_veth(pod), "tag=101"]);
     let err = ovs_cni::check(&node, pod, conf).expect_err("a changed tag");
     assert!(err.contains("vlan tag mismatch"), "{err}");
 }

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ovs::ovsdb::Client;
+use ovsdb::Client;
 use serde_json::{json, Value};
 
-use super::{OvsNode, Pod, BRIDGE, IFNAME};
+use super::{OvsNode, PluginNode, Pod, BRIDGE, IFNAME};
 
 pub const OWNER: &str = "ovs-cni.network.kubevirt.io";
 
@@ -194,11 +194,11 @@ fn delete_port(ovs: &mut Client, bridge: &str, name: &str) -> Result<(), String>
     let [row] = rows.as_slice() else {
         return Err("failed to find object from table Port".to_string());
     };
-    let ids = ovs::ovsdb::map_items(&row["external_ids"]);
+    let ids = ovsdb::map_items(&row["external_ids"]);
     if ids.get("owner").map(String::as_str) != Some(OWNER) {
         return Err("port not created by ovs-cni".to_string());
     }
-    let uuid = ovs::ovsdb::uuid_of(&row["_uuid"]).ok_or("no _uuid")?;
+    let uuid = ovsdb::uuid_of(&row["_uuid"]).ok_or("no _uuid")?;
     let ops = [
         json!({"op": "delete", "table": "Interface", "where": [["name", "==", name]]}),
         json!({"op": "delete", "table": "Port", "where": [["name", "==", name]]}),
@@ -213,15 +213,15 @@ fn select(ovs: &mut Client, table: &str, r#where: Value) -> Result<Vec<Value>, S
     let results = ovs
         .transact(&ops, Duration::ZERO)
         .and_then(|r| r.into_results("select"))
-        .map_err(|e| e.to_string())?;
-    Ok(ovs::ovsdb::rows(&results[0]).to_vec())
+        .map_err(|e| e.report())?;
+    Ok(ovsdb::rows(&results[0]).to_vec())
 }
 
 fn transact(ovs: &mut Client, ops: &[Value]) -> Result<(), String> {
     ovs.transact(ops, Duration::ZERO)
         .and_then(|r| r.into_results("transact"))
         .map(drop)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.report())
 }
 
 /// The name of a namespace under /var/run/netns (tests' namespaces are all there).
@@ -327,12 +327,12 @@ pub fn check(node: &OvsNode, pod: &Pod, conf: &Value) -> Result<(), String> {
     let port = select(&mut ovs, "Port", json!([["name", "==", host]]))?;
     let port = port.first().ok_or(format!("no port {host}"))?;
     let ints = |v: &Value| -> Vec<u64> {
-        ovs::ovsdb::set_items(v)
+        ovsdb::set_items(v)
             .into_iter()
             .filter_map(Value::as_u64)
             .collect()
     };
-    let mode = ovs::ovsdb::set_items(&port["vlan_mode"])
+    let mode = ovsdb::set_items(&port["vlan_mode"])
         .first()
         .and_then(|m| m.as_str())
         .unwrap_or_default()

@@ -11,25 +11,19 @@
 //! that neither side pays for `ip netns exec`. Rounds alternate who goes first. Prints medians
 //! and the wall-time ratio against the goal; it fails only when a call fails.
 //!
-//! `cargo bench -p ovs --bench ovs` (as root; BENCH_ITERS sets the rounds, default 100).
-
-#[path = "../tests/common/mod.rs"]
-mod common;
+//! `cargo bench -p netns-tests --bench ovs` (as root; BENCH_ITERS sets the rounds, default 100).
 
 use std::fs::File;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{OvsNode, Pod, BRIDGE, IFNAME};
-use netns_tests::bench::{iterations, measure, median, Sample};
+use netns_tests::bench::{iterations, measure, median, ms, Sample};
+use netns_tests::openvswitch::{OvsNode, Pod, BRIDGE, IFNAME};
+use netns_tests::{our_plugin, our_plugin_dir};
 use nix::sched::{setns, CloneFlags};
 use serde_json::json;
 
-/// Wall and CPU (user + system) time of what one side did in a round.
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
+/// Wall and CPU (user + system) time of what one side did in each round.
 #[derive(Default)]
 struct Samples {
     add: Vec<Duration>,
@@ -56,7 +50,7 @@ fn main() {
     let host_ns = File::open(node.host.netns().path()).expect("open the host namespace");
     setns(&host_ns, CloneFlags::CLONE_NEWNET).expect("join the host namespace");
 
-    let plugin = common::plugin_dir().join("ovs");
+    let plugin = our_plugin("ovs");
     let conf = node.config(json!({"vlan": 100})).to_string();
     let socket = format!("--db={}", node.socket());
     let ours = |verb: &str| {
@@ -66,7 +60,7 @@ fn main() {
             .env("CNI_CONTAINERID", &pod.container_id)
             .env("CNI_NETNS", pod.ns.path_str())
             .env("CNI_IFNAME", IFNAME)
-            .env("CNI_PATH", common::plugin_dir())
+            .env("CNI_PATH", our_plugin_dir())
             .env(ovs::cache::ROOT_ENV, node.cache_root());
         measure(cmd, conf.as_bytes())
     };
