@@ -9,6 +9,7 @@ pub mod ipmasq;
 pub mod nft;
 pub mod reference;
 pub mod spoofchk;
+pub mod tool;
 pub mod veth;
 pub mod vlan;
 
@@ -144,11 +145,8 @@ impl Plugin for Bridge {
                 }
             }
         }
-        // Without nft nothing of ours can be in nftables.
-        if nft::nft_available() {
-            spoofchk::TABLE.remove_unless(keep)?;
-            ipmasq::TABLE.remove_unless(keep)?;
-        }
+        spoofchk::TABLE.remove_unless(keep)?;
+        ipmasq::TABLE.remove_unless(keep)?;
         // What the reference plugin left of attachments that are gone.
         let attachments: Vec<(String, String)> = req
             .conf
