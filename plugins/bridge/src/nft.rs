@@ -28,6 +28,16 @@ pub fn nft_open() -> Result<Nftables> {
     Nftables::new().map_err(nft_error)
 }
 
+/// nf_tables of the plugin's namespace, for removing and checking: none on a kernel without
+/// nf_tables, where nothing of ours or the reference plugin's can be.
+pub fn nft_open_existing() -> Result<Option<Nftables>> {
+    match Nftables::new() {
+        Ok(nf) => Ok(Some(nf)),
+        Err(e) if e.errno() == Some(nix::errno::Errno::EPROTONOSUPPORT as i32) => Ok(None),
+        Err(e) => Err(nft_error(e)),
+    }
+}
+
 /// A rule comment as earlier releases wrote it through an nft script, which could not carry
 /// quotes, backslashes, line breaks, `;` or `#`: the same text for the same attachment.
 pub fn comment(label: &str) -> String {
@@ -92,7 +102,9 @@ impl AttachmentTable {
         &self,
         keep: impl Fn(&AttachmentKey) -> bool,
     ) -> Result<Vec<AttachmentKey>> {
-        let mut nf = nft_open()?;
+        let Some(mut nf) = nft_open_existing()? else {
+            return Ok(Vec::new());
+        };
         let (batch, removed) = self.removal(&mut nf, keep).map_err(nft_error)?;
         nf.apply(&batch).map_err(nft_error)?;
         Ok(removed)

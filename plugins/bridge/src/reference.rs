@@ -24,7 +24,7 @@ use cni_common::Result;
 use nftables_netlink::{ifname_from_key, Batch, Chain, CmpOp, Expr, Family, MetaKey, Rule, Table};
 use sha2::{Digest, Sha512};
 
-use crate::nft::{nft_error, nft_open};
+use crate::nft::{nft_error, nft_open, nft_open_existing};
 use crate::spoofchk::compares_to;
 use crate::tool::{find_tool, run};
 
@@ -144,7 +144,9 @@ fn prerouting_rules(nf: &mut nftables_netlink::Nftables) -> Result<Vec<Rule>> {
 
 /// DEL: the attachment's spoof check, when the reference plugin made one.
 pub fn spoofchk_teardown(container_id: &str, ifname: &str) -> Result<()> {
-    let mut nf = nft_open()?;
+    let Some(mut nf) = nft_open_existing()? else {
+        return Ok(());
+    };
     let rules = prerouting_rules(&mut nf)?;
     let chains = BTreeSet::from([spoofchk_chain(container_id, ifname)]);
     spoof_remove(&mut nf, &rules, &chains)
@@ -153,7 +155,9 @@ pub fn spoofchk_teardown(container_id: &str, ifname: &str) -> Result<()> {
 /// GC: the spoof checks whose port no longer exists. The reference plugin's names carry no
 /// network, so the port is what tells a dead attachment: a veth goes with its namespace.
 pub fn spoofchk_gc(nl: &Netlink) -> Result<()> {
-    let mut nf = nft_open()?;
+    let Some(mut nf) = nft_open_existing()? else {
+        return Ok(());
+    };
     let rules = prerouting_rules(&mut nf)?;
     let mut dead = BTreeSet::new();
     for jump in spoof_jumps(&rules) {
@@ -381,7 +385,9 @@ pub fn masq_instance_hash(network: &str, ifname: &str, container_id: &str) -> St
 
 /// Deletes, in one transaction, the rules of `masq_checks` whose comment `doomed` accepts.
 fn masq_remove(doomed: impl Fn(&str) -> bool) -> Result<()> {
-    let mut nf = nft_open()?;
+    let Some(mut nf) = nft_open_existing()? else {
+        return Ok(());
+    };
     let table = Table::new(MASQ_FAMILY, MASQ_TABLE);
     let rules = nf.list_rules(&table, Some(MASQ_CHAIN)).map_err(nft_error)?;
     let mut batch = Batch::new();

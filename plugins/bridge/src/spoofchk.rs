@@ -15,7 +15,7 @@ use nftables_netlink::{
     Verdict,
 };
 
-use crate::nft::{comment, nft_error, nft_open, AttachmentTable};
+use crate::nft::{comment, nft_error, nft_open, nft_open_existing, AttachmentTable};
 
 pub const TABLE: AttachmentTable = AttachmentTable {
     family: Family::Bridge,
@@ -91,7 +91,10 @@ pub fn spoofchk_teardown(key: &AttachmentKey, host_veth: &str) -> Result<()> {
         .delete_elements(&TABLE.map(PORTS), &[Element::key(ifname_key(host_veth))])
         .flush_chain(&chain)
         .delete_chain(&chain);
-    match nft_open()?.apply(&batch) {
+    let Some(mut nf) = nft_open_existing()? else {
+        return Ok(());
+    };
+    match nf.apply(&batch) {
         Ok(()) => Ok(()),
         Err(e) if e.is_not_found() => TABLE.remove_unless(|k| k != key).map(drop),
         Err(e) => Err(nft_error(e)),
