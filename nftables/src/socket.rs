@@ -93,7 +93,13 @@ impl Nftables {
         self.send(&batch.encode(first), "an nftables transaction")?;
         let mut failure = None;
         loop {
-            for reply in self.recv("an nftables transaction")? {
+            let replies = match self.recv("an nftables transaction") {
+                Ok(replies) => replies,
+                // A refused batch may end without acknowledging its last message: the refusal
+                // is the answer.
+                Err(e) => return Err(failure.unwrap_or(e)),
+            };
+            for reply in replies {
                 if reply.kind != NLMSG_ERROR {
                     continue;
                 }
