@@ -100,7 +100,9 @@ impl Nftables {
                 Err(e) => return Err(failure.unwrap_or(e)),
             };
             for reply in replies {
-                if reply.kind != NLMSG_ERROR {
+                // Answers to earlier requests of a reused socket are not this batch's.
+                let ours = reply.seq.wrapping_sub(first).wrapping_sub(1) < batch.len() as u32;
+                if reply.kind != NLMSG_ERROR || !ours {
                     continue;
                 }
                 let errno = error_code(&reply.payload)?;

@@ -2,7 +2,9 @@
 //! rule comments as earlier releases wrote them, and the tables of ours that hold one chain per
 //! attachment.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::ops::{Deref, DerefMut};
 
 use cni_common::naming::AttachmentKey;
 use cni_common::{Error, Result};
@@ -23,15 +25,65 @@ pub fn nft_error(err: nftables_netlink::Error) -> Error {
     Error::system(msg)
 }
 
+thread_local! {
+    /// The thread's connection, once opened. It is kept until the process exits because the
+    /// kernel makes the release of an nf_tables socket wait until the transactions committed
+    /// through it are freed, which takes an RCU grace period: released at exit, after the rest
+    /// of the ADD or DEL, that wait has mostly passed already. The plugin makes its nftables
+    /// changes from threads in the node's namespace; a connection stays in the namespace it was
+    /// opened in.
+    static CONNECTION: RefCell<Option<Nftables>> = const { RefCell::new(None) };
+}
+
+/// A connection to nf_tables, given back to the thread's cache when dropped.
+pub struct Nft(Option<Nftables>);
+
+impl Deref for Nft {
+    type Target = Nftables;
+
+    fn deref(&self) -> &Nftables {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only in drop"))
+    }
+}
+
+impl DerefMut for Nft {
+    fn deref_mut(&mut self) -> &mut Nftables {
+        self.0
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("taken only in drop"))
+    }
+}
+
+impl Drop for Nft {
+    fn drop(&mut self) {
+        let nf = self.0.take();
+        CONNECTION.with(|c| {
+            let mut cached = c.borrow_mut();
+            if cached.is_none() {
+                *cached = nf;
+            }
+        });
+    }
+}
+
+fn connect() -> nftables_netlink::Result<Nft> {
+    match CONNECTION.with(|c| c.borrow_mut().take()) {
+        Some(nf) => Ok(Nft(Some(nf))),
+        None => Nftables::new().map(|nf| Nft(Some(nf))),
+    }
+}
+
 /// nf_tables of the plugin's namespace.
-pub fn nft_open() -> Result<Nftables> {
-    Nftables::new().map_err(nft_error)
+pub fn nft_open() -> Result<Nft> {
+    connect().map_err(nft_error)
 }
 
 /// nf_tables of the plugin's namespace, for removing and checking: none on a kernel without
 /// nf_tables, where nothing of ours or the reference plugin's can be.
-pub fn nft_open_existing() -> Result<Option<Nftables>> {
-    match Nftables::new() {
+pub fn nft_open_existing() -> Result<Option<Nft>> {
+    match connect() {
         Ok(nf) => Ok(Some(nf)),
         Err(e) if e.errno() == Some(nix::errno::Errno::EPROTONOSUPPORT as i32) => Ok(None),
         Err(e) => Err(nft_error(e)),
