@@ -241,6 +241,15 @@ fn add_attachment(
         Some(mac) => mac,
         None => MacAddr::random_local()?,
     };
+    let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
+    // The check goes in before the port exists (its name follows from the attachment): the
+    // kernel finishes the transaction's cleanup while the port is made, so the nf_tables
+    // connection's release at exit need not wait for it.
+    if s.spoofchk {
+        let host_veth = key.host_veth_name();
+        undo.spoofchk = Some(host_veth.clone());
+        spoofchk_setup(key, &host_veth, &mac, &label)?;
+    }
     let host = add_port_veth(nl, ns, ifname, key, bridge.index, s, mac)?;
     undo.port = Some(host.index);
     set_port_vlans(nl, host.index, &bridge, s)?;
@@ -257,11 +266,6 @@ fn add_attachment(
     // The bridge's MAC may have changed with its first port: read it again for the result and
     // before a gateway address pins it.
     let bridge = nl.link_show_index(bridge.index)?.unwrap_or(bridge);
-    let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
-    if s.spoofchk {
-        undo.spoofchk = Some(host.name.clone());
-        spoofchk_setup(key, &host.name, &mac, &label)?;
-    }
 
     let mut result = CniResult::default();
     let mut extra_interfaces = Vec::new();
