@@ -506,6 +506,11 @@ fn main() {
         verdict(spoof_del <= 1.50)
     );
     println!(
+        "  (after an nf_tables commit the kernel holds the release of the netlink socket, at the \
+         latest at exit, until an RCU grace period has passed; `nft` waits the same. What of it \
+         the rest of the call does not cover shows as macspoofchk wall beyond its CPU.)"
+    );
+    println!(
         "  binary size: ours {} bytes ({:.2} MB, static), Go {} bytes ({:.2} MB, dynamic)",
         sizes[OURS],
         sizes[OURS] as f64 / 1e6,

@@ -73,6 +73,11 @@ impl Plugin for Bridge {
         // The host end is named after the attachment; deleting it takes the container end
         // with it, without entering the container's namespace.
         let host_veth = key.host_veth_name();
+        // Our spoof check goes first: the kernel's cleanup of that transaction then overlaps the
+        // port's deletion instead of holding up the exit.
+        if s.spoofchk {
+            spoofchk_teardown(&key, &host_veth)?;
+        }
         let mut ours = false;
         if let Some(link) = nl.link_show(&host_veth)? {
             if alias_key(&link) == Some(key) {
@@ -92,11 +97,8 @@ impl Plugin for Bridge {
         }
         // What the reference plugin made exists only for an attachment that is not ours, which
         // is also the case to assume when the namespace (and our veth with it) is gone.
-        if s.spoofchk {
-            spoofchk_teardown(&key, &host_veth)?;
-            if !ours {
-                reference::spoofchk_teardown(container_id, ifname)?;
-            }
+        if s.spoofchk && !ours {
+            reference::spoofchk_teardown(container_id, ifname)?;
         }
         if s.ip_masq && req.conf.ipam_type().is_some() {
             ipmasq_teardown(&key, &reference_names(req))?;
