@@ -5,17 +5,29 @@
 //! in a verdict map per family, whose elements jump to the attachment's chain. DEL does not know
 //! the addresses any more (the interface may be gone), so it finds the elements by their target.
 
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
 use cni_common::naming::AttachmentKey;
 use cni_common::Result;
 use ipnetwork::IpNetwork;
+use nftables_netlink::matches::{ip_addr, ip_addr_vmap, nfproto, Addr};
+use nftables_netlink::{
+    BaseChain, Batch, Chain, ChainType, CmpOp, Element, Expr, Family, Hook, KeyType, Nftables,
+    Rule, Verdict,
+};
 
-use crate::nft::{find_tool, map_jumps, nft_apply, nft_list_table, quoted, run, AttachmentTable};
+use crate::nft::{comment, nft_error, nft_open, AttachmentTable};
+use crate::tool::{find_tool, run};
 
 pub const TABLE: AttachmentTable = AttachmentTable {
-    family: "inet",
+    family: Family::Inet,
     table: "cni_bridge_masquerade",
-    maps: &[("saddr4", false), ("saddr6", false)],
+    maps: &[("saddr4", KeyType::Ipv4Addr), ("saddr6", KeyType::Ipv6Addr)],
 };
+
+/// `priority srcnat`
+const SRCNAT: i32 = 100;
 
 /// Installs masquerading for the container's addresses, and the empty iptables chain the
 /// reference plugin's DEL expects (see [`reference_marker`]).
@@ -25,17 +37,18 @@ pub fn ipmasq_setup(
     label: &str,
     reference: &ReferenceNames,
 ) -> Result<()> {
-    let script = setup_script(key, addrs, label);
-    match nft_apply(&script) {
+    let batch = setup_batch(key, addrs, label);
+    let mut nf = nft_open()?;
+    match nf.apply(&batch) {
         Ok(()) => {}
         // IPAM handed these addresses to this attachment, so an element for one of them can only
         // be the leftover of an attachment that is gone (a DEL by the reference plugin, which
         // knows nothing of this table): it goes, and the setup is tried once more.
-        Err(e) if e.msg().contains("File exists") => {
-            remove_stale_elements(addrs)?;
-            nft_apply(&script)?;
+        Err(e) if e.is_exists() => {
+            remove_stale_elements(&mut nf, addrs).map_err(nft_error)?;
+            nf.apply(&batch).map_err(nft_error)?;
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(nft_error(e)),
     }
     reference_marker(addrs, reference);
     Ok(())
@@ -80,80 +93,117 @@ fn reference_marker(addrs: &[IpNetwork], names: &ReferenceNames) {
     }
 }
 
-fn setup_script(key: &AttachmentKey, addrs: &[IpNetwork], label: &str) -> String {
-    let t = format!("{} {}", TABLE.family, TABLE.table);
+fn setup_batch(key: &AttachmentKey, addrs: &[IpNetwork], label: &str) -> Batch {
+    let table = TABLE.table();
+    let postrouting = Chain {
+        base: Some(BaseChain {
+            kind: ChainType::Nat,
+            hook: Hook::Postrouting,
+            priority: SRCNAT,
+            policy: Verdict::Accept,
+        }),
+        ..Chain::new(&table, "postrouting")
+    };
+    // `ip daddr 224.0.0.0/4 return`, `ip6 daddr ff00::/8 return`
+    let multicast = |net: IpAddr, prefix| {
+        [
+            nfproto(net.is_ipv4()),
+            ip_addr(Addr::Destination, net, prefix, CmpOp::Eq),
+            vec![Expr::Verdict(Verdict::Return)],
+        ]
+        .concat()
+    };
+    // `ip saddr vmap @saddr4`, `ip6 saddr vmap @saddr6`
+    let lookup =
+        |ipv4: bool, map: &str| [nfproto(ipv4), ip_addr_vmap(Addr::Source, ipv4, map)].concat();
+    let mut batch = Batch::new();
+    batch
+        .add_table(&table)
+        .add_set(&TABLE.map("saddr4"))
+        .add_set(&TABLE.map("saddr6"))
+        .add_chain(&postrouting)
+        .flush_chain(&postrouting)
+        .add_rule(&Rule::new(
+            &postrouting,
+            multicast(Ipv4Addr::new(224, 0, 0, 0).into(), 4),
+        ))
+        .add_rule(&Rule::new(
+            &postrouting,
+            multicast(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0).into(), 8),
+        ))
+        .add_rule(&Rule::new(&postrouting, lookup(true, "saddr4")))
+        .add_rule(&Rule::new(&postrouting, lookup(false, "saddr6")));
     let chain = TABLE.chain(key);
-    let mut script = format!(
-        "add table {t}\n\
-         add map {t} saddr4 {{ type ipv4_addr : verdict; }}\n\
-         add map {t} saddr6 {{ type ipv6_addr : verdict; }}\n\
-         add chain {t} postrouting {{ type nat hook postrouting priority srcnat; policy accept; }}\n\
-         flush chain {t} postrouting\n\
-         add rule {t} postrouting ip daddr 224.0.0.0/4 return\n\
-         add rule {t} postrouting ip6 daddr ff00::/8 return\n\
-         add rule {t} postrouting ip saddr vmap @saddr4\n\
-         add rule {t} postrouting ip6 saddr vmap @saddr6\n\
-         add chain {t} {chain}\n\
-         flush chain {t} {chain}\n"
-    );
-    let label = quoted(label);
+    batch.add_chain(&chain).flush_chain(&chain);
+    let label = comment(label);
     for addr in addrs {
-        let subnet = IpNetwork::new(addr.network(), addr.prefix()).unwrap_or(*addr);
-        let (proto, map) = family(addr);
         let ip = addr.ip();
-        script += &format!(
-            "add rule {t} {chain} {proto} saddr {ip} {proto} daddr != {subnet} masquerade comment {label}\n\
-             add element {t} {map} {{ {ip} : jump {chain} }}\n"
-        );
+        // `<ip> saddr <ip> <ip> daddr != <subnet> masquerade comment "<label>"`
+        let masquerade = [
+            nfproto(addr.is_ipv4()),
+            ip_addr(Addr::Source, ip, addr_bits(ip), CmpOp::Eq),
+            ip_addr(Addr::Destination, ip, addr.prefix(), CmpOp::Neq),
+            vec![Expr::Masquerade],
+        ]
+        .concat();
+        batch
+            .add_rule(&Rule::new(&chain, masquerade).with_comment(label.clone()))
+            .add_elements(
+                &TABLE.map(map_of(&ip)),
+                &[Element::mapping(
+                    key_of(&ip),
+                    Verdict::Jump(chain.name.clone()),
+                )],
+            );
     }
-    script
+    batch
 }
 
-fn family(addr: &IpNetwork) -> (&'static str, &'static str) {
-    match addr {
-        IpNetwork::V4(_) => ("ip", "saddr4"),
-        IpNetwork::V6(_) => ("ip6", "saddr6"),
+fn addr_bits(ip: IpAddr) -> u8 {
+    if ip.is_ipv4() {
+        32
+    } else {
+        128
+    }
+}
+
+fn map_of(ip: &IpAddr) -> &'static str {
+    if ip.is_ipv4() {
+        "saddr4"
+    } else {
+        "saddr6"
+    }
+}
+
+fn key_of(ip: &IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
     }
 }
 
 /// Deletes the elements for `addrs`, and the chains they led to when nothing else leads there.
-fn remove_stale_elements(addrs: &[IpNetwork]) -> Result<()> {
-    let (f, t) = (TABLE.family, TABLE.table);
-    let objects = nft_list_table(f, t)?;
-    let mut script = String::new();
-    let mut targets = std::collections::BTreeSet::new();
-    let mut all = Vec::new();
-    for (map, _) in TABLE.maps {
-        all.extend(map_jumps(&objects, map));
-    }
-    for addr in addrs {
-        let (_, map) = family(addr);
-        let ip = addr.ip().to_string();
-        for (elem, target) in map_jumps(&objects, map) {
-            if elem.as_str() == Some(ip.as_str()) {
-                script += &format!("delete element {f} {t} {map} {{ {ip} }}\n");
-                targets.insert(target);
-            }
+fn remove_stale_elements(nf: &mut Nftables, addrs: &[IpNetwork]) -> nftables_netlink::Result<()> {
+    let all = TABLE.elements(nf)?;
+    let keys: Vec<Vec<u8>> = addrs.iter().map(|a| key_of(&a.ip())).collect();
+    let mut batch = Batch::new();
+    let mut targets = BTreeSet::new();
+    for (map, element) in &all {
+        if keys.contains(&element.key) {
+            batch.delete_elements(map, &[Element::key(element.key.clone())]);
+            targets.extend(element.verdict.as_ref().and_then(Verdict::target));
         }
     }
     for target in targets {
-        let others = all
-            .iter()
-            .filter(|(elem, to)| {
-                *to == target
-                    && !addrs
-                        .iter()
-                        .any(|a| elem.as_str() == Some(a.ip().to_string().as_str()))
-            })
-            .count();
-        if others == 0 && target.starts_with("att-") {
-            script += &format!("flush chain {f} {t} {target}\ndelete chain {f} {t} {target}\n");
+        let others = all.iter().any(|(_, e)| {
+            e.verdict.as_ref().and_then(Verdict::target) == Some(target) && !keys.contains(&e.key)
+        });
+        if !others && target.starts_with("att-") {
+            let chain = Chain::new(&TABLE.table(), target);
+            batch.flush_chain(&chain).delete_chain(&chain);
         }
     }
-    if script.is_empty() {
-        return Ok(());
-    }
-    nft_apply(&script)
+    nf.apply(&batch)
 }
 
 /// Removes masquerading for this attachment, and the iptables chain left for the reference

@@ -9,6 +9,7 @@ pub mod ipmasq;
 pub mod nft;
 pub mod reference;
 pub mod spoofchk;
+pub mod tool;
 pub mod veth;
 pub mod vlan;
 
@@ -76,6 +77,11 @@ impl Plugin for Bridge {
         // The host end is named after the attachment; deleting it takes the container end
         // with it, without entering the container's namespace.
         let host_veth = key.host_veth_name();
+        // Our spoof check goes first: the kernel's cleanup of that transaction then overlaps the
+        // port's deletion instead of holding up the exit.
+        if s.spoofchk {
+            teardown.step(spoofchk_teardown(&key, &host_veth));
+        }
         let mut ours = false;
         if let Some(Some(link)) = teardown.step(nl.link_show(&host_veth)) {
             if alias_key(&link) == Some(key) {
@@ -95,11 +101,8 @@ impl Plugin for Bridge {
         }
         // What the reference plugin made exists only for an attachment that is not ours, which
         // is also the case to assume when the namespace (and our veth with it) is gone.
-        if s.spoofchk {
-            teardown.step(spoofchk_teardown(&key, &host_veth));
-            if !ours {
-                teardown.step(reference::spoofchk_teardown(container_id, ifname));
-            }
+        if s.spoofchk && !ours {
+            teardown.step(reference::spoofchk_teardown(container_id, ifname));
         }
         if s.ip_masq && req.conf.ipam_type().is_some() {
             teardown.step(ipmasq_teardown(&key, &reference_names(req)));
@@ -157,11 +160,8 @@ impl Plugin for Bridge {
                 }
             }
         }
-        // Without nft nothing of ours can be in nftables.
-        if nft::nft_available() {
-            teardown.step(spoofchk::TABLE.remove_unless(keep));
-            teardown.step(ipmasq::TABLE.remove_unless(keep));
-        }
+        teardown.step(spoofchk::TABLE.remove_unless(keep));
+        teardown.step(ipmasq::TABLE.remove_unless(keep));
         // What the reference plugin left of attachments that are gone.
         let attachments: Vec<(String, String)> = req
             .conf
@@ -231,6 +231,17 @@ fn add_attachment<'a>(
         Some(mac) => mac,
         None => MacAddr::random_local()?,
     };
+    let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
+    // The check goes in before the port exists (its name follows from the attachment): the
+    // kernel finishes the transaction's cleanup while the port is made, so the nf_tables
+    // connection's release at exit need not wait for it.
+    if s.spoofchk {
+        let host_veth = key.host_veth_name();
+        spoofchk_setup(key, &host_veth, &mac, &label)?;
+        rollback.push("the MAC spoof check", move || {
+            spoofchk_teardown(key, &host_veth)
+        });
+    }
     let host = add_port_veth(nl, ns, ifname, key, bridge.index, s, mac)?;
     let port = host.index;
     rollback.push(format!("the port {}", host.name), move || nl.link_del(port));
@@ -248,14 +259,6 @@ fn add_attachment<'a>(
     // The bridge's MAC may have changed with its first port: read it again for the result and
     // before a gateway address pins it.
     let bridge = nl.link_show_index(bridge.index)?.unwrap_or(bridge);
-    let label = format!("{}/{}/{}", req.conf.name, req.cmd.container_id, ifname);
-    if s.spoofchk {
-        let host_veth = host.name.clone();
-        rollback.push("the MAC spoof check", move || {
-            spoofchk_teardown(key, &host_veth)
-        });
-        spoofchk_setup(key, &host.name, &mac, &label)?;
-    }
 
     let mut result = CniResult::default();
     let mut extra_interfaces = Vec::new();

@@ -1,143 +1,150 @@
-//! The `nft` command, as the reference plugin uses it: rules go in as one atomic script on
-//! stdin (`nft -f -`), and are read back as JSON (`nft -j list ...`).
+//! nftables for the plugin, through netlink ([`nftables_netlink`]): its errors as CNI errors,
+//! rule comments as earlier releases wrote them, and the tables of ours that hold one chain per
+//! attachment.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::ops::{Deref, DerefMut};
 
 use cni_common::naming::AttachmentKey;
 use cni_common::{Error, Result};
-use serde_json::Value;
+use nftables_netlink::{Batch, Chain, Element, Family, KeyType, Nftables, Set, Table};
 
-/// Where `nft` and `iptables` usually are, for runtimes that call plugins with a PATH without
-/// sbin.
-const FALLBACK_DIRS: &[&str] = &["/usr/sbin", "/sbin"];
-
-/// The command `name` on PATH, else in sbin.
-pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
-    let in_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    in_path
-        .into_iter()
-        .chain(FALLBACK_DIRS.iter().map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-fn nft_binary() -> Result<PathBuf> {
-    find_tool("nft").ok_or_else(|| {
-        Error::system("the nft command (package nftables) is needed for macspoofchk and ipMasq")
-    })
-}
-
-/// Runs `binary args`, with `stdin` written to it; its stdout, or an error with its stderr.
-pub(crate) fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<String> {
-    let mut child = Command::new(binary)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::wrap(format!("running {}", binary.display()), e))?;
-    if let (Some(script), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(script.as_bytes())
-            .map_err(|e| Error::wrap("writing the nft script", e))?;
+/// A library error as the plugin reports it: a system error, with the whole chain of causes.
+pub fn nft_error(err: nftables_netlink::Error) -> Error {
+    let mut msg = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // Variants that show their source already end with it.
+        if !msg.ends_with(&text) {
+            msg = format!("{msg}: {text}");
+        }
+        source = cause.source();
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Error::wrap("waiting for nft", e))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(Error::system(format!(
-            "nft {}: {}",
-            args.join(" "),
-            stderr.trim()
-        )));
+    Error::system(msg)
+}
+
+thread_local! {
+    /// The thread's connection, once opened. It is kept until the process exits because the
+    /// kernel makes the release of an nf_tables socket wait until the transactions committed
+    /// through it are freed, which takes an RCU grace period: released at exit, after the rest
+    /// of the ADD or DEL, that wait has mostly passed already. The plugin makes its nftables
+    /// changes from threads in the node's namespace; a connection stays in the namespace it was
+    /// opened in.
+    static CONNECTION: RefCell<Option<Nftables>> = const { RefCell::new(None) };
+}
+
+/// A connection to nf_tables, given back to the thread's cache when dropped.
+pub struct Nft(Option<Nftables>);
+
+impl Deref for Nft {
+    type Target = Nftables;
+
+    fn deref(&self) -> &Nftables {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only in drop"))
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Whether the nft command is installed.
-pub fn nft_available() -> bool {
-    nft_binary().is_ok()
+impl DerefMut for Nft {
+    fn deref_mut(&mut self) -> &mut Nftables {
+        self.0
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("taken only in drop"))
+    }
 }
 
-/// `nft -f -`: the whole script is one transaction; it applies completely or not at all.
-pub fn nft_apply(script: &str) -> Result<()> {
-    run(&nft_binary()?, &["-f", "-"], Some(script)).map(drop)
+impl Drop for Nft {
+    fn drop(&mut self) {
+        let nf = self.0.take();
+        CONNECTION.with(|c| {
+            let mut cached = c.borrow_mut();
+            if cached.is_none() {
+                *cached = nf;
+            }
+        });
+    }
 }
 
-/// `nft -j list table <family> <table>`: the table's objects, or an empty list when the table
-/// does not exist.
-pub fn nft_list_table(family: &str, table: &str) -> Result<Vec<Value>> {
-    let binary = nft_binary()?;
-    // Listing a missing table is an error; listing the tables first would cost another exec.
-    let out = match run(&binary, &["-j", "list", "table", family, table], None) {
-        Ok(out) => out,
-        Err(e) if e.msg().contains("No such file or directory") => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let doc: Value = serde_json::from_str(&out)
-        .map_err(|e| Error::system(format!("nft -j list table {family} {table}: {e}")))?;
-    Ok(doc
-        .get("nftables")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default())
+fn connect() -> nftables_netlink::Result<Nft> {
+    match CONNECTION.with(|c| c.borrow_mut().take()) {
+        Some(nf) => Ok(Nft(Some(nf))),
+        None => Nftables::new().map(|nf| Nft(Some(nf))),
+    }
 }
 
-/// The elements of map `name` in a table listing: (key, jump target) pairs.
-pub fn map_jumps(objects: &[Value], name: &str) -> Vec<(Value, String)> {
-    objects
-        .iter()
-        .filter_map(|o| o.get("map"))
-        .filter(|m| m.get("name").and_then(Value::as_str) == Some(name))
-        .filter_map(|m| m.get("elem").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|e| {
-            let pair = e.as_array()?;
-            let target = pair.get(1)?.get("jump")?.get("target")?.as_str()?;
-            Some((pair.first()?.clone(), target.to_string()))
-        })
-        .collect()
+/// nf_tables of the plugin's namespace.
+pub fn nft_open() -> Result<Nft> {
+    connect().map_err(nft_error)
 }
 
-/// The names of the chains in a table listing.
-pub fn chain_names(objects: &[Value]) -> Vec<String> {
-    objects
-        .iter()
-        .filter_map(|o| o.get("chain")?.get("name")?.as_str())
-        .map(str::to_string)
-        .collect()
+/// nf_tables of the plugin's namespace, for removing and checking: none on a kernel without
+/// nf_tables, where nothing of ours or the reference plugin's can be.
+pub fn nft_open_existing() -> Result<Option<Nft>> {
+    match connect() {
+        Ok(nf) => Ok(Some(nf)),
+        Err(e) if e.errno() == Some(nix::errno::Errno::EPROTONOSUPPORT as i32) => Ok(None),
+        Err(e) => Err(nft_error(e)),
+    }
 }
 
-/// A string for an nft script: quoted, and without the characters that would end it.
-pub fn quoted(s: &str) -> String {
-    let clean: String = s
+/// A rule comment as earlier releases wrote it through an nft script, which could not carry
+/// quotes, backslashes, line breaks, `;` or `#`: the same text for the same attachment.
+pub fn comment(label: &str) -> String {
+    label
         .chars()
         .filter(|c| !matches!(c, '"' | '\\' | '\n' | '\r' | ';' | '#'))
         .take(120)
-        .collect();
-    format!("\"{clean}\"")
+        .collect()
 }
 
 /// A table of ours holding one chain per attachment, `att-<network hash>-<attachment hash>`,
 /// reached through verdict maps whose elements jump to it.
 pub struct AttachmentTable {
-    pub family: &'static str,
+    pub family: Family,
     pub table: &'static str,
-    /// The verdict maps, and whether their keys are strings (ifname) that need quotes.
-    pub maps: &'static [(&'static str, bool)],
+    /// The verdict maps, with the type of their keys.
+    pub maps: &'static [(&'static str, KeyType)],
 }
 
 impl AttachmentTable {
-    pub fn chain(&self, key: &AttachmentKey) -> String {
+    pub fn table(&self) -> Table {
+        Table::new(self.family, self.table)
+    }
+
+    /// The verdict map `name` of the table.
+    pub fn map(&self, name: &str) -> Set {
+        let key = self
+            .maps
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(KeyType::Ifname, |(_, k)| *k);
+        Set::verdict_map(&self.table(), name, key)
+    }
+
+    pub fn chain_name(&self, key: &AttachmentKey) -> String {
         format!("att-{key}")
+    }
+
+    pub fn chain(&self, key: &AttachmentKey) -> Chain {
+        Chain::new(&self.table(), self.chain_name(key))
+    }
+
+    /// Every element of the table's maps, with its map.
+    pub(crate) fn elements(
+        &self,
+        nf: &mut Nftables,
+    ) -> nftables_netlink::Result<Vec<(Set, Element)>> {
+        let mut all = Vec::new();
+        for (name, _) in self.maps {
+            let map = self.map(name);
+            for element in nf.list_elements(&map)? {
+                all.push((map.clone(), element));
+            }
+        }
+        Ok(all)
     }
 
     /// Deletes, in one transaction, the chains of every attachment that `keep` refuses and the
@@ -147,64 +154,69 @@ impl AttachmentTable {
         &self,
         keep: impl Fn(&AttachmentKey) -> bool,
     ) -> Result<Vec<AttachmentKey>> {
-        let objects = nft_list_table(self.family, self.table)?;
-        let (family, table) = (self.family, self.table);
-        let mut script = String::new();
-        let mut removed = Vec::new();
-        for name in chain_names(&objects) {
-            let Some(key) = name.strip_prefix("att-").and_then(AttachmentKey::parse) else {
-                continue;
-            };
-            if keep(&key) {
-                continue;
-            }
-            for (map, quote) in self.maps {
-                for (elem, target) in map_jumps(&objects, map) {
-                    if target != name {
-                        continue;
-                    }
-                    let Some(elem) = elem.as_str() else { continue };
-                    let elem = if *quote {
-                        quoted(elem)
-                    } else {
-                        elem.to_string()
-                    };
-                    script += &format!("delete element {family} {table} {map} {{ {elem} }}\n");
-                }
-            }
-            script += &format!(
-                "flush chain {family} {table} {name}\ndelete chain {family} {table} {name}\n"
-            );
-            removed.push(key);
-        }
-        if !script.is_empty() {
-            nft_apply(&script)?;
-        }
+        let Some(mut nf) = nft_open_existing()? else {
+            return Ok(Vec::new());
+        };
+        let (batch, removed) = self.removal(&mut nf, keep).map_err(nft_error)?;
+        nf.apply(&batch).map_err(nft_error)?;
         Ok(removed)
+    }
+
+    fn removal(
+        &self,
+        nf: &mut Nftables,
+        keep: impl Fn(&AttachmentKey) -> bool,
+    ) -> nftables_netlink::Result<(Batch, Vec<AttachmentKey>)> {
+        let mut batch = Batch::new();
+        let mut removed = Vec::new();
+        let chains = nf.list_chains(&self.table())?;
+        let doomed: BTreeSet<String> = chains
+            .iter()
+            .filter_map(|c| {
+                let key = c.name.strip_prefix("att-").and_then(AttachmentKey::parse)?;
+                (!keep(&key)).then(|| {
+                    removed.push(key);
+                    c.name.clone()
+                })
+            })
+            .collect();
+        if doomed.is_empty() {
+            return Ok((batch, removed));
+        }
+        for (map, element) in self.elements(nf)? {
+            let target = element.verdict.as_ref().and_then(|v| v.target());
+            if target.is_some_and(|t| doomed.contains(t)) {
+                batch.delete_elements(&map, &[Element::key(element.key)]);
+            }
+        }
+        for chain in chains.iter().filter(|c| doomed.contains(&c.name)) {
+            batch.flush_chain(chain).delete_chain(chain);
+        }
+        Ok((batch, removed))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn map_jumps_reads_keys_and_targets() {
-        let objects = vec![
-            json!({"map": {"name": "ports", "elem": [["veth1", {"jump": {"target": "att-a"}}]]}}),
-            json!({"map": {"name": "other", "elem": [["veth2", {"jump": {"target": "att-b"}}]]}}),
-            json!({"chain": {"name": "att-a"}}),
-        ];
-        assert_eq!(
-            map_jumps(&objects, "ports"),
-            vec![(json!("veth1"), "att-a".to_string())]
-        );
-        assert_eq!(chain_names(&objects), vec!["att-a".to_string()]);
+    fn comments_lose_what_an_nft_script_could_not_carry() {
+        assert_eq!(comment("a\"; flush ruleset\n"), "a flush ruleset");
+        assert_eq!(comment(&"x".repeat(200)).len(), 120);
     }
 
     #[test]
-    fn quoted_strings_cannot_break_out_of_the_script() {
-        assert_eq!(quoted("a\"; flush ruleset\n"), "\"a flush ruleset\"");
+    fn library_errors_keep_their_causes() {
+        let err = nftables_netlink::Error::wrap(
+            "removing the spoof check",
+            nftables_netlink::Error::Decode("short".into()),
+        );
+        let e = nft_error(err);
+        assert_eq!(e.code(), cni_common::Code::System);
+        assert_eq!(
+            e.msg(),
+            "removing the spoof check: malformed nf_tables message: short"
+        );
     }
 }

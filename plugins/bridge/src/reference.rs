@@ -21,10 +21,12 @@ use std::collections::{BTreeSet, HashSet};
 
 use cni_common::netlink::Netlink;
 use cni_common::Result;
-use serde_json::Value;
+use nftables_netlink::{ifname_from_key, Batch, Chain, CmpOp, Expr, Family, MetaKey, Rule, Table};
 use sha2::{Digest, Sha512};
 
-use crate::nft::{find_tool, nft_apply, nft_available, nft_list_table, run};
+use crate::nft::{nft_error, nft_open, nft_open_existing};
+use crate::spoofchk::compares_to;
+use crate::tool::{find_tool, run};
 
 fn sha512_hex(text: &str) -> String {
     Sha512::digest(text.as_bytes())
@@ -36,10 +38,14 @@ fn sha512_hex(text: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // macspoofchk
 
-const SPOOF_FAMILY: &str = "bridge";
+const SPOOF_FAMILY: Family = Family::Bridge;
 const SPOOF_TABLE: &str = "nat";
 const SPOOF_BASE_CHAIN: &str = "PREROUTING";
 const SPOOF_CHAIN_PREFIX: &str = "cni-br-iface-";
+
+fn spoof_table() -> Table {
+    Table::new(SPOOF_FAMILY, SPOOF_TABLE)
+}
 
 /// The attachment's first chain; the second one is this plus `-mac`.
 pub fn spoofchk_chain(container_id: &str, ifname: &str) -> String {
@@ -48,31 +54,38 @@ pub fn spoofchk_chain(container_id: &str, ifname: &str) -> String {
 
 /// A rule of `PREROUTING` that sends a port's frames to an attachment's chain.
 struct SpoofJump {
-    handle: u64,
+    rule: Rule,
     port: Option<String>,
     target: String,
 }
 
-fn spoof_jumps(objects: &[Value]) -> Vec<SpoofJump> {
-    objects
+/// The jumps to attachments' chains among the rules of `PREROUTING`; the port is the name an
+/// `iifname "<port>"` match compares with.
+fn spoof_jumps(rules: &[Rule]) -> Vec<SpoofJump> {
+    rules
         .iter()
-        .filter_map(|o| o.get("rule"))
-        .filter(|r| r.get("chain").and_then(Value::as_str) == Some(SPOOF_BASE_CHAIN))
+        .filter(|r| r.chain == SPOOF_BASE_CHAIN)
         .filter_map(|r| {
-            let exprs = r.get("expr")?.as_array()?;
-            let target = exprs
-                .iter()
-                .find_map(|e| e.get("jump")?.get("target")?.as_str())?;
+            let target = r.exprs.iter().find_map(|e| match e {
+                Expr::Verdict(v) => v.target(),
+                _ => None,
+            })?;
             if !target.starts_with(SPOOF_CHAIN_PREFIX) {
                 return None;
             }
-            let port = exprs.iter().find_map(|e| {
-                let m = e.get("match")?;
-                (m.get("left")?.get("meta")?.get("key")?.as_str()? == "iifname")
-                    .then(|| m.get("right")?.as_str().map(str::to_string))?
+            let port = r.exprs.windows(2).find_map(|pair| match pair {
+                [Expr::Meta {
+                    key: MetaKey::Iifname,
+                    dreg,
+                }, Expr::Cmp {
+                    op: CmpOp::Eq,
+                    sreg,
+                    data,
+                }] if dreg == sreg => Some(ifname_from_key(data)),
+                _ => None,
             });
             Some(SpoofJump {
-                handle: r.get("handle")?.as_u64()?,
+                rule: r.clone(),
                 port,
                 target: target.to_string(),
             })
@@ -80,62 +93,74 @@ fn spoof_jumps(objects: &[Value]) -> Vec<SpoofJump> {
         .collect()
 }
 
-/// One transaction that removes the attachments' chains (given by their first chain) and the
-/// rules jumping to them; empty when none of it exists.
-fn spoof_removal(objects: &[Value], chains: &BTreeSet<String>) -> String {
-    let t = format!("{SPOOF_FAMILY} {SPOOF_TABLE}");
-    let mut script = String::new();
-    for jump in spoof_jumps(objects) {
-        if chains.contains(&jump.target) {
-            script += &format!(
-                "delete rule {t} {SPOOF_BASE_CHAIN} handle {}\n",
-                jump.handle
-            );
-        }
-    }
-    let existing: HashSet<String> = crate::nft::chain_names(objects).into_iter().collect();
+/// What removes the attachments' chains (given by their first chain): the rules jumping to
+/// them, and those of their chains that exist, in the order they must go.
+fn spoof_removal(
+    rules: &[Rule],
+    existing: &[Chain],
+    chains: &BTreeSet<String>,
+) -> (Vec<Rule>, Vec<Chain>) {
+    let jumps = spoof_jumps(rules)
+        .into_iter()
+        .filter(|j| chains.contains(&j.target))
+        .map(|j| j.rule)
+        .collect();
     let mut doomed = Vec::new();
     for chain in chains {
-        doomed.extend([chain.clone(), format!("{chain}-mac")]);
+        for name in [chain.clone(), format!("{chain}-mac")] {
+            if let Some(c) = existing.iter().find(|c| c.name == name) {
+                doomed.push(c.clone());
+            }
+        }
     }
-    // Container IDs and interface names are made of these; nft takes chain names bare.
-    let bare = |c: &String| {
-        c.chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
-    };
-    doomed.retain(|c| existing.contains(c) && bare(c));
+    (jumps, doomed)
+}
+
+/// Removes, in one transaction, the attachments' spoof checks given by their first chain.
+fn spoof_remove(
+    nf: &mut nftables_netlink::Nftables,
+    rules: &[Rule],
+    chains: &BTreeSet<String>,
+) -> Result<()> {
+    let existing = nf.list_chains(&spoof_table()).map_err(nft_error)?;
+    let (jumps, doomed) = spoof_removal(rules, &existing, chains);
+    let mut batch = Batch::new();
+    for rule in &jumps {
+        batch.delete_rule(rule);
+    }
     for chain in &doomed {
-        script += &format!("flush chain {t} {chain}\n");
+        batch.flush_chain(chain);
     }
     for chain in &doomed {
-        script += &format!("delete chain {t} {chain}\n");
+        batch.delete_chain(chain);
     }
-    script
+    nf.apply(&batch).map_err(nft_error)
+}
+
+fn prerouting_rules(nf: &mut nftables_netlink::Nftables) -> Result<Vec<Rule>> {
+    nf.list_rules(&spoof_table(), Some(SPOOF_BASE_CHAIN))
+        .map_err(nft_error)
 }
 
 /// DEL: the attachment's spoof check, when the reference plugin made one.
 pub fn spoofchk_teardown(container_id: &str, ifname: &str) -> Result<()> {
-    if !nft_available() {
+    let Some(mut nf) = nft_open_existing()? else {
         return Ok(());
-    }
-    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    };
+    let rules = prerouting_rules(&mut nf)?;
     let chains = BTreeSet::from([spoofchk_chain(container_id, ifname)]);
-    let script = spoof_removal(&objects, &chains);
-    if script.is_empty() {
-        return Ok(());
-    }
-    nft_apply(&script)
+    spoof_remove(&mut nf, &rules, &chains)
 }
 
 /// GC: the spoof checks whose port no longer exists. The reference plugin's names carry no
 /// network, so the port is what tells a dead attachment: a veth goes with its namespace.
 pub fn spoofchk_gc(nl: &Netlink) -> Result<()> {
-    if !nft_available() {
+    let Some(mut nf) = nft_open_existing()? else {
         return Ok(());
-    }
-    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    };
+    let rules = prerouting_rules(&mut nf)?;
     let mut dead = BTreeSet::new();
-    for jump in spoof_jumps(&objects) {
+    for jump in spoof_jumps(&rules) {
         let gone = match &jump.port {
             Some(port) => nl.link_show(port)?.is_none(),
             None => false,
@@ -144,11 +169,10 @@ pub fn spoofchk_gc(nl: &Netlink) -> Result<()> {
             dead.insert(jump.target);
         }
     }
-    let script = spoof_removal(&objects, &dead);
-    if script.is_empty() {
+    if dead.is_empty() {
         return Ok(());
     }
-    nft_apply(&script)
+    spoof_remove(&mut nf, &rules, &dead)
 }
 
 /// CHECK: the attachment's spoof check as the reference plugin made it, for port `host_veth` and
@@ -159,17 +183,17 @@ pub fn spoofchk_check(
     host_veth: &str,
     mac: &cni_common::mac::MacAddr,
 ) -> Result<()> {
-    let objects = nft_list_table(SPOOF_FAMILY, SPOOF_TABLE)?;
+    let mut nf = nft_open()?;
     let chain = spoofchk_chain(container_id, ifname);
-    let jumped = spoof_jumps(&objects)
+    let jumped = spoof_jumps(&prerouting_rules(&mut nf)?)
         .iter()
         .any(|j| j.target == chain && j.port.as_deref() == Some(host_veth));
     let mac_chain = format!("{chain}-mac");
-    let mac_text = mac.to_string();
-    let allows_mac = objects.iter().filter_map(|o| o.get("rule")).any(|r| {
-        r.get("chain").and_then(Value::as_str) == Some(mac_chain.as_str())
-            && r.to_string().contains(&mac_text)
-    });
+    let allows_mac = nf
+        .list_rules(&spoof_table(), Some(&mac_chain))
+        .map_err(nft_error)?
+        .iter()
+        .any(|r| compares_to(r, &mac.octets()));
     if !jumped || !allows_mac {
         return Err(cni_common::Error::system(format!(
             "macspoofchk: no rule for port {host_veth} allowing {mac}"
@@ -342,7 +366,7 @@ pub fn ipmasq_iptables_gc(network: &str, valid_containers: &HashSet<&str>) -> Re
 // ---------------------------------------------------------------------------------------------
 // ipMasq through nftables
 
-const MASQ_FAMILY: &str = "inet";
+const MASQ_FAMILY: Family = Family::Inet;
 const MASQ_TABLE: &str = "cni_plugins_masquerade";
 const MASQ_CHAIN: &str = "masq_checks";
 
@@ -361,30 +385,18 @@ pub fn masq_instance_hash(network: &str, ifname: &str, container_id: &str) -> St
 
 /// Deletes, in one transaction, the rules of `masq_checks` whose comment `doomed` accepts.
 fn masq_remove(doomed: impl Fn(&str) -> bool) -> Result<()> {
-    if !nft_available() {
+    let Some(mut nf) = nft_open_existing()? else {
         return Ok(());
-    }
-    let objects = nft_list_table(MASQ_FAMILY, MASQ_TABLE)?;
-    let mut script = String::new();
-    for rule in objects.iter().filter_map(|o| o.get("rule")) {
-        if rule.get("chain").and_then(Value::as_str) != Some(MASQ_CHAIN) {
-            continue;
-        }
-        let (Some(comment), Some(handle)) = (
-            rule.get("comment").and_then(Value::as_str),
-            rule.get("handle").and_then(Value::as_u64),
-        ) else {
-            continue;
-        };
-        if doomed(comment) {
-            script +=
-                &format!("delete rule {MASQ_FAMILY} {MASQ_TABLE} {MASQ_CHAIN} handle {handle}\n");
+    };
+    let table = Table::new(MASQ_FAMILY, MASQ_TABLE);
+    let rules = nf.list_rules(&table, Some(MASQ_CHAIN)).map_err(nft_error)?;
+    let mut batch = Batch::new();
+    for rule in &rules {
+        if rule.comment.as_deref().is_some_and(&doomed) {
+            batch.delete_rule(rule);
         }
     }
-    if script.is_empty() {
-        return Ok(());
-    }
-    nft_apply(&script)
+    nf.apply(&batch).map_err(nft_error)
 }
 
 /// DEL: the attachment's masquerade rules, when a reference plugin with the nftables backend
@@ -410,7 +422,7 @@ pub fn ipmasq_nft_gc(network: &str, valid: &[(String, String)]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use nftables_netlink::Verdict;
 
     #[test]
     fn names_follow_the_reference_plugin() {
@@ -441,31 +453,63 @@ mod tests {
         );
     }
 
+    fn rule(chain: &str, handle: u64, exprs: Vec<Expr>) -> Rule {
+        Rule {
+            handle: Some(handle),
+            ..Rule::new(&Chain::new(&spoof_table(), chain), exprs)
+        }
+    }
+
     #[test]
     fn spoof_jumps_are_read_from_the_listing() {
-        let objects = vec![
-            json!({"rule": {"chain": "PREROUTING", "handle": 7, "expr": [
-                {"match": {"op": "==", "left": {"meta": {"key": "iifname"}}, "right": "veth1"}},
-                {"jump": {"target": "cni-br-iface-c1-net1"}}]}}),
-            json!({"rule": {"chain": "PREROUTING", "handle": 8, "expr": [
-                {"jump": {"target": "someone-else"}}]}}),
-            json!({"chain": {"name": "cni-br-iface-c1-net1"}}),
-            json!({"chain": {"name": "cni-br-iface-c1-net1-mac"}}),
+        let jump = |target: &str| Expr::Verdict(Verdict::Jump(target.into()));
+        let rules = vec![
+            rule(
+                "PREROUTING",
+                7,
+                vec![
+                    Expr::Meta {
+                        key: MetaKey::Iifname,
+                        dreg: 1,
+                    },
+                    Expr::Cmp {
+                        op: CmpOp::Eq,
+                        sreg: 1,
+                        data: b"veth1\0".to_vec(),
+                    },
+                    jump("cni-br-iface-c1-net1"),
+                ],
+            ),
+            rule("PREROUTING", 8, vec![jump("someone-else")]),
         ];
-        let jumps = spoof_jumps(&objects);
+        let existing = [
+            Chain::new(&spoof_table(), "cni-br-iface-c1-net1"),
+            Chain::new(&spoof_table(), "cni-br-iface-c1-net1-mac"),
+        ];
+        let jumps = spoof_jumps(&rules);
         assert_eq!(jumps.len(), 1);
         assert_eq!(jumps[0].port.as_deref(), Some("veth1"));
-        let script = spoof_removal(
-            &objects,
+        let (doomed_rules, doomed_chains) = spoof_removal(
+            &rules,
+            &existing,
             &BTreeSet::from(["cni-br-iface-c1-net1".to_string()]),
         );
         assert_eq!(
-            script,
-            "delete rule bridge nat PREROUTING handle 7\n\
-             flush chain bridge nat cni-br-iface-c1-net1\n\
-             flush chain bridge nat cni-br-iface-c1-net1-mac\n\
-             delete chain bridge nat cni-br-iface-c1-net1\n\
-             delete chain bridge nat cni-br-iface-c1-net1-mac\n"
+            doomed_rules.iter().map(|r| r.handle).collect::<Vec<_>>(),
+            [Some(7)]
         );
+        assert_eq!(doomed_chains, existing);
+    }
+
+    #[test]
+    fn only_existing_chains_of_an_attachment_are_removed() {
+        let existing = [Chain::new(&spoof_table(), "cni-br-iface-c1-net1")];
+        let (rules, chains) = spoof_removal(
+            &[],
+            &existing,
+            &BTreeSet::from(["cni-br-iface-c1-net1".to_string()]),
+        );
+        assert!(rules.is_empty());
+        assert_eq!(chains, existing);
     }
 }
