@@ -17,6 +17,9 @@
 //!   config on stdin), for spec-level checks;
 //! - [`LibcniAttachment`]: go through the libcni driver (`libcni-driver/main.go`, built by
 //!   [`build_libcni_driver`]), the code path containerd, CRI-O and Multus use.
+//!
+//! The real-kernel tier ([`real_kernel`], driven from tests by [`real_kernel_tier`]) runs tests
+//! under Debian's 6.1 kernel in QEMU, for what the host kernel cannot do.
 
 pub mod bench;
 mod leftovers;
@@ -27,6 +30,7 @@ mod netns;
 mod paths;
 mod plugin;
 mod process;
+pub mod real_kernel;
 pub mod real_kernel_tier;
 mod root;
 mod temp_dir;
