@@ -3,6 +3,7 @@
 //! can never skip silently).
 
 use std::ffi::OsStr;
+use std::io::Write;
 
 /// Set to `1` to make a test that needs root fail, instead of skipping, when not root.
 pub const REQUIRE_ROOT_ENV: &str = "CNI_TESTS_REQUIRE_ROOT";
@@ -62,7 +63,10 @@ pub fn root_or_skip() -> bool {
     match root_verdict(is_root(), std::env::var_os(REQUIRE_ROOT_ENV).as_deref()) {
         RootVerdict::Run => true,
         RootVerdict::Skip => {
-            eprintln!(
+            // Straight to stderr, not through eprintln!, which the test harness captures and
+            // shows only for failures: a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "skipped: {test} needs root (CAP_NET_ADMIN: it creates network namespaces); \
                  set {REQUIRE_ROOT_ENV}=1 to make this a failure"
             );
