@@ -138,6 +138,20 @@ pub fn vlan_table(bridge_vlan_show: &str) -> Vec<String> {
     rows
 }
 
+/// Two pings from namespace `from` to `to`, each given 3 s: for a path that must work.
+fn ping_replies<'a>(from: &'a str, to: &'a str) -> [&'a str; 13] {
+    [
+        "ip", "netns", "exec", from, "ping", "-c", "2", "-i", "0.2", "-W", "3", "-q", to,
+    ]
+}
+
+/// One ping given 1 s: for a path that must not work (its failure costs no more than that).
+fn ping_once_briefly<'a>(from: &'a str, to: &'a str) -> [&'a str; 11] {
+    [
+        "ip", "netns", "exec", from, "ping", "-c", "1", "-W", "1", "-q", to,
+    ]
+}
+
 struct Checker<'a> {
     out: &'a mut dyn Write,
     passed: usize,
@@ -463,30 +477,19 @@ impl Checker<'_> {
             &["ip", "-n", "rkc-t", "-batch", "-"],
             Some("link set eth0.100 up\naddr add 192.0.2.4/24 dev eth0.100\n"),
         );
-        let ping =
-            |from: &'static str, count: &'static str, to: &'static str| -> Vec<&'static str> {
-                let mut argv = vec!["ip", "netns", "exec", from, "ping", "-c", count];
-                if count != "1" {
-                    argv.extend(["-i", "0.2", "-W", "3"]);
-                } else {
-                    argv.extend(["-W", "1"]);
-                }
-                argv.extend(["-q", to]);
-                argv
-            };
         self.must(
             "rkc-a pings rkc-b: both access ports of VLAN 100",
-            &ping("rkc-a", "2", "192.0.2.2"),
+            &ping_replies("rkc-a", "192.0.2.2"),
             None,
         );
         self.must(
             "rkc-t pings rkc-a through the trunk (eth0.100, tagged 100 -> untagged access port)",
-            &ping("rkc-t", "2", "192.0.2.1"),
+            &ping_replies("rkc-t", "192.0.2.1"),
             None,
         );
         self.must_not(
             "rkc-a cannot ping rkc-c: VLAN 100 and VLAN 200 are isolated",
-            &ping("rkc-a", "1", "192.0.2.3"),
+            &ping_once_briefly("rkc-a", "192.0.2.3"),
         );
         let brief = sh(&["ip", "-n", "rkc-b", "-br", "link", "show", "eth0"], None).output;
         let mac_b = brief
@@ -508,7 +511,7 @@ impl Checker<'_> {
         );
         self.must(
             "control: rkc-a pings rkc-c once vc is moved to VLAN 100",
-            &ping("rkc-a", "2", "192.0.2.3"),
+            &ping_replies("rkc-a", "192.0.2.3"),
             None,
         );
 
