@@ -1,5 +1,5 @@
-//! The real-kernel test tier from Rust: Debian's 6.1 kernel booted under QEMU by
-//! `scripts/real-kernel`, for what the host kernel cannot do (bridge VLAN filtering, 802.1Q, the
+//! The real-kernel test tier from the tests: Debian's 6.1 kernel booted under QEMU by
+//! [`crate::real_kernel`], for what the host kernel cannot do (bridge VLAN filtering, 802.1Q, the
 //! openvswitch datapath). The guest shares the host's files, so binaries built on the host
 //! (`scripts/build-plugins` -> `target/cni-bin/`, and the test binaries themselves) run inside.
 //!
@@ -9,31 +9,23 @@
 //! - one ordinary test calls [`run_ignored_tests_in_guest`]`("in_guest::")`, which boots once and
 //!   runs this very test binary inside the guest with `--ignored in_guest::`, and fails unless they
 //!   all pass and at least one ran.
-//!
-//! Std only, so that it stands alone.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Output};
 use std::sync::{Mutex, OnceLock};
 
-/// Set to `1` inside the guest by `scripts/real-kernel run`.
-pub const GUEST_ENV: &str = "REAL_KERNEL_GUEST";
+use crate::real_kernel::{self, run::RunOptions};
 
-/// Host variables handed on to the guest when set.
-const FORWARDED_ENV: &[&str] = &["RUST_BACKTRACE", "RUST_LOG", "CNI_TEST_PLUGIN_DIR"];
+pub use crate::real_kernel::GUEST_ENV;
 
-/// The repository root (the parent of this crate).
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("netns-tests lives inside the repository")
-        .to_path_buf()
-}
-
-/// `scripts/real-kernel`.
-pub fn script() -> PathBuf {
-    repo_root().join("scripts").join("real-kernel")
-}
+/// Host variables handed on to the guest when set. CARGO_TARGET_DIR, so that the guest finds what
+/// the host built there (the libcni driver) instead of building it again under emulation.
+const FORWARDED_ENV: &[&str] = &[
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "CNI_TEST_PLUGIN_DIR",
+    "CARGO_TARGET_DIR",
+];
 
 /// Whether this process runs inside the real-kernel guest.
 pub fn in_guest() -> bool {
@@ -50,44 +42,27 @@ pub fn require_guest() {
         panic!(
             "this test runs inside the real-kernel guest ({GUEST_ENV}=1 is not set): it is driven \
              by a host test through run_ignored_tests_in_guest, or by hand with \
-             `scripts/real-kernel run -- <test binary> --ignored <name>`"
+             `real-kernel run -- <test binary> --ignored <name>`"
         );
     }
 }
 
-fn render(out: &Output) -> String {
-    format!(
-        "exit status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs `scripts/real-kernel setup` once per process: installs QEMU, virtme-ng and the kernel
-/// when missing (needs root and, the first time, the package registries); about 1 s when all is
-/// there. Setups in several processes at once are serialized by the script.
+/// Sets the tier up ([`real_kernel::setup::setup`]) once per process: installs QEMU, virtme-ng
+/// and the kernel when missing (needs root and, the first time, the package registries); about
+/// 1 s when all is there. Setups in several processes at once take turns.
 ///
 /// # Panics
-/// If the tier cannot be set up, with the script's output.
+/// If the tier cannot be set up, with the reason.
 pub fn setup() {
     static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
     let result = SETUP.get_or_init(|| {
-        let out = Command::new(script())
-            .arg("setup")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the real-kernel test tier cannot be set up on this machine \
-                 (`scripts/real-kernel setup` failed); tests that need bridge VLAN filtering, \
-                 802.1Q or the openvswitch datapath cannot run:\n{}",
-                render(&out)
-            ))
-        }
+        real_kernel::setup::setup().map(drop).map_err(|e| {
+            format!(
+                "the real-kernel test tier cannot be set up on this machine (`real-kernel \
+                 setup` failed); tests that need bridge VLAN filtering, 802.1Q or the \
+                 openvswitch datapath cannot run: {e}"
+            )
+        })
     });
     if let Err(e) = result {
         panic!("{e}");
@@ -96,14 +71,16 @@ pub fn setup() {
 
 /// Sets the tier up ([`setup`]), boots the guest and runs `command` (a program and its arguments,
 /// no shell) as root, with the repository as working directory; returns its output once the
-/// guest has powered off. `options` are `scripts/real-kernel run` options (`--timeout`,
-/// `--memory`, `--env NAME`, ...). The exit status is the command's, or 125 when the guest never
-/// reported one (boot failure, crash, timeout); the kernel console is then on stderr.
+/// guest has powered off. `options` are `real-kernel run` options (`--timeout`, `--memory`,
+/// `--env NAME`, ...). The exit status is the command's, or 125 when the guest never reported
+/// one (boot failure, crash, timeout); the kernel console is then on stderr.
 ///
 /// # Panics
-/// If the tier cannot be set up or the script cannot be started.
+/// If the options are invalid, the tier cannot be set up or the guest cannot be started.
 pub fn run(options: &[&str], command: &[&str]) -> Output {
     assert!(!command.is_empty(), "run: empty command");
+    let options = run_options(options, command, |name| std::env::var_os(name).is_some())
+        .unwrap_or_else(|e| panic!("{e}"));
     setup();
     // One guest at a time per process: two software-emulated guests on our 2 cores take longer
     // together than one after the other.
@@ -111,16 +88,34 @@ pub fn run(options: &[&str], command: &[&str]) -> Output {
     let _guard = ONE_GUEST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut cmd = Command::new(script());
-    cmd.arg("run").args(options);
-    for name in FORWARDED_ENV {
-        if std::env::var_os(name).is_some() {
-            cmd.args(["--env", name]);
-        }
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let status = real_kernel::run::run(&options, &mut stdout, &mut stderr).unwrap_or_else(|e| {
+        panic!(
+            "`real-kernel run -- {}` could not run: {e}\n{}",
+            command.join(" "),
+            String::from_utf8_lossy(&stderr)
+        )
+    });
+    Output {
+        status: ExitStatus::from_raw((status & 0xff) << 8),
+        stdout,
+        stderr,
     }
-    cmd.arg("--").args(command).stdin(Stdio::null());
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script().display()))
+}
+
+/// `options`, plus `--env NAME` for each of [`FORWARDED_ENV`] that `is_set`, then `command`.
+fn run_options(
+    options: &[&str],
+    command: &[&str],
+    is_set: impl Fn(&str) -> bool,
+) -> real_kernel::Result<RunOptions> {
+    let mut args: Vec<&str> = options.to_vec();
+    for name in FORWARDED_ENV.iter().copied().filter(|n| is_set(n)) {
+        args.extend(["--env", name]);
+    }
+    args.push("--");
+    args.extend(command);
+    RunOptions::parse(args)
 }
 
 /// [`run`], and panics with the whole output unless the command exits 0; returns its stdout.
@@ -131,9 +126,9 @@ pub fn run_ok(options: &[&str], command: &[&str]) -> String {
     let out = run(options, command);
     if !out.status.success() {
         panic!(
-            "`scripts/real-kernel run -- {}` failed:\n{}",
+            "`real-kernel run -- {}` failed:\n{}",
             command.join(" "),
-            render(&out)
+            crate::describe_output(&out)
         );
     }
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -162,4 +157,26 @@ pub fn run_ignored_tests_in_guest(filter: &str) -> String {
         panic!("no test matching `{filter}` ran inside the guest:\n{stdout}");
     }
     stdout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_variables_that_are_set_go_to_the_guest() {
+        let options = run_options(&["--timeout", "60"], &["true"], |n| n == "RUST_LOG")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(options.env, vec!["RUST_LOG".to_owned()]);
+        assert_eq!(options.timeout_secs, 60);
+        assert_eq!(options.command, vec!["true".to_owned()]);
+    }
+
+    #[test]
+    fn the_command_keeps_its_own_dashed_arguments() {
+        let options = run_options(&[], &["prog", "--ignored", "in_guest::"], |_| false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(options.command, vec!["prog", "--ignored", "in_guest::"]);
+        assert!(options.env.is_empty());
+    }
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn netns_guard_creates_and_removes_the_namespace() {
+    netns_tests::skip_unless_root!();
     let ns = Netns::new("guard");
     let name = ns.name().to_owned();
     assert!(netns_exists(&name));
@@ -57,6 +58,7 @@ fn run_plugin_answers_version_probe_like_libcni_sends_it() {
 
 #[test]
 fn run_plugin_in_sandbox_drives_go_bridge_add_check_del() {
+    netns_tests::skip_unless_root!();
     let tag = "direct-bridge";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
     let host = HostSandbox::new(tag);

@@ -147,6 +147,7 @@ fn fixture(
 
 #[test]
 fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
+    netns_tests::skip_unless_root!();
     let tag = "bridge-tuning-mac";
     // Go bridge + host-local, OUR tuning (fails here, with build instructions, if not built).
     let plugins = PluginDir::new(tag)
@@ -157,6 +158,7 @@ fn go_bridge_then_our_tuning_sets_mac_through_runtime_config() {
 
 #[test]
 fn our_bridge_then_our_tuning_sets_mac_through_runtime_config() {
+    netns_tests::skip_unless_root!();
     let tag = "our-bridge-tuning-mac";
     let plugins = PluginDir::new(tag)
         .with_go(&["host-local"])
@@ -247,6 +249,7 @@ fn bridge_then_tuning_sets_mac_through_runtime_config(tag: &str, plugins: Plugin
 
 #[test]
 fn go_bridge_alone_through_libcni_leaves_nothing_behind() {
+    netns_tests::skip_unless_root!();
     let tag = "bridge-alone";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
     let Fixture {
@@ -290,6 +293,7 @@ fn go_bridge_alone_through_libcni_leaves_nothing_behind() {
 
 #[test]
 fn go_bridge_del_after_pod_netns_is_gone_releases_everything() {
+    netns_tests::skip_unless_root!();
     let tag = "bridge-netns-gone";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
     let Fixture {
@@ -315,6 +319,7 @@ fn go_bridge_del_after_pod_netns_is_gone_releases_everything() {
 
 #[test]
 fn libcni_rejects_invalid_ifname_and_container_id_before_calling_plugins() {
+    netns_tests::skip_unless_root!();
     let tag = "libcni-validation";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
     let host = HostSandbox::new(tag);
@@ -372,6 +377,7 @@ fn libcni_rejects_invalid_ifname_and_container_id_before_calling_plugins() {
 
 #[test]
 fn libcni_reports_a_missing_plugin_binary() {
+    netns_tests::skip_unless_root!();
     let tag = "libcni-missing";
     let plugins = PluginDir::new(tag).with_go(&["bridge", "host-local"]);
     let host = HostSandbox::new(tag);

@@ -1,25 +1,30 @@
 //! The real-kernel test tier, end to end from `cargo test`: Debian's 6.1 kernel booted under QEMU
-//! by `scripts/real-kernel` (see "Real-kernel tier" in shared/TESTING.md).
+//! by the `real-kernel` binary's library (see "Real-kernel tier" in shared/TESTING.md).
 //!
-//! - `kernel_features_check_passes_in_the_guest` boots the guest and runs
-//!   `scripts/real-kernel check` inside: VLAN-filtering bridge, access and trunk ports,
+//! - `kernel_features_check_passes_in_the_guest` boots the guest and runs `real-kernel check`
+//!   inside: VLAN-filtering bridge, access and trunk ports,
 //!   `bridge vlan show`, 802.1Q, the openvswitch module, the nftables bridge family, ping on one
 //!   VLAN and no ping across two.
 //! - `rust_tests_run_inside_the_guest` boots it once more and runs this test binary's
 //!   `in_guest::` tests inside: the pattern for tests that need the real kernel.
 //!
-//! Both set the tier up first (`scripts/real-kernel setup`, idempotent: about 1 s when all is
-//! installed). If it cannot be set up (not root, no package registry and nothing cached, ...)
-//! they FAIL with the reason; nothing here is skipped.
+//! Both set the tier up first (`real-kernel setup`, idempotent: about 1 s when all is installed).
+//! Not root, they skip and say so (unless CNI_TESTS_REQUIRE_ROOT=1); as root, if the tier cannot
+//! be set up (no package registry and nothing cached, ...) they FAIL with the reason.
 
 use netns_tests::real_kernel_tier;
 
+use std::path::Path;
 use std::time::Instant;
+
+/// The `real-kernel` binary, built by Cargo for this test; the guest sees the host's files.
+const REAL_KERNEL: &str = env!("CARGO_BIN_EXE_real-kernel");
 
 #[test]
 fn kernel_features_check_passes_in_the_guest() {
+    netns_tests::skip_unless_root!();
     let started = Instant::now();
-    let out = real_kernel_tier::run(&[], &["scripts/real-kernel", "check"]);
+    let out = real_kernel_tier::run(&[], &[REAL_KERNEL, "check"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Shown with --nocapture, and by the harness when the test fails.
@@ -27,7 +32,7 @@ fn kernel_features_check_passes_in_the_guest() {
     eprintln!("{stderr}");
     assert!(
         out.status.success(),
-        "`scripts/real-kernel run -- scripts/real-kernel check` exited with {} (see the output above)",
+        "`real-kernel run -- real-kernel check` exited with {} (see the output above)",
         out.status
     );
     // The exit status is the command's: make sure the check really ran to its end in the guest.
@@ -59,6 +64,7 @@ fn kernel_features_check_passes_in_the_guest() {
 
 #[test]
 fn rust_tests_run_inside_the_guest() {
+    netns_tests::skip_unless_root!();
     let stdout = real_kernel_tier::run_ignored_tests_in_guest("in_guest::");
     println!("{stdout}");
     assert!(
@@ -77,8 +83,8 @@ fn host_side_is_not_the_guest() {
         "REAL_KERNEL_GUEST=1 leaked into the host's tests"
     );
     assert!(
-        real_kernel_tier::script().is_file(),
-        "scripts/real-kernel is missing"
+        Path::new(REAL_KERNEL).is_file(),
+        "the real-kernel binary is missing"
     );
 }
 

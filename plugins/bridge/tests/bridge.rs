@@ -8,6 +8,7 @@ use serde_json::json;
 
 #[test]
 fn l2_attachments_on_one_bridge_ping_each_other() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-l2");
     let conf = config("brl2", json!({"ipam": {}}));
     let (a, b) = (node.pod("a"), node.pod("b"));
@@ -23,6 +24,7 @@ fn l2_attachments_on_one_bridge_ping_each_other() {
 
 #[test]
 fn the_result_lists_bridge_host_veth_and_container_interface() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-result");
     let conf = config("brres", json!({"ipam": {}}));
     let a = node.pod("a");
@@ -46,6 +48,7 @@ fn the_result_lists_bridge_host_veth_and_container_interface() {
 
 #[test]
 fn host_local_attachments_get_addresses_and_ping() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-ipam");
     let conf = config("brip", json!({"ipam": node.host_local("10.71.0.0/24")}));
     let (a, b) = (node.pod("a"), node.pod("b"));
@@ -61,6 +64,7 @@ fn host_local_attachments_get_addresses_and_ping() {
 
 #[test]
 fn is_default_gateway_puts_the_gateway_on_the_bridge_with_a_default_route() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-gw");
     let conf = config(
         "brgw",
@@ -85,6 +89,7 @@ fn is_default_gateway_puts_the_gateway_on_the_bridge_with_a_default_route() {
 
 #[test]
 fn a_bridge_address_that_differs_is_refused_unless_force_address() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-force");
     let ns = node.host.netns();
     ns.exec_ok("ip", &["link", "add", "brf", "type", "bridge"]);
@@ -108,6 +113,7 @@ fn a_bridge_address_that_differs_is_refused_unless_force_address() {
 
 #[test]
 fn ip_masq_lets_the_container_reach_beyond_its_subnet() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-masq");
     // An "outside" namespace behind the sandbox, with no route back to the containers.
     let outside = node.pod("outside");
@@ -161,6 +167,7 @@ fn ip_masq_lets_the_container_reach_beyond_its_subnet() {
 
 #[test]
 fn macspoofchk_drops_frames_from_another_source_mac() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-spoof");
     let guarded = config("brsp", json!({"macspoofchk": true, "ipam": {}}));
     let (a, b) = (node.pod("a"), node.pod("b"));
@@ -186,6 +193,7 @@ fn macspoofchk_drops_frames_from_another_source_mac() {
 
 #[test]
 fn hairpin_mode_is_set_on_the_port() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-hair");
     let a = node.pod("a");
     let result = node.add(
@@ -202,6 +210,7 @@ fn hairpin_mode_is_set_on_the_port() {
 
 #[test]
 fn isolated_ports_reach_only_non_isolated_ones() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-iso");
     let isolated = config("briso", json!({"portIsolation": true, "ipam": {}}));
     let open = config("briso", json!({"ipam": {}}));
@@ -222,6 +231,7 @@ fn isolated_ports_reach_only_non_isolated_ones() {
 
 #[test]
 fn mtu_is_applied_to_bridge_and_both_veth_ends() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-mtu");
     let a = node.pod("a");
     let result = node.add(&a, &config("brmtu", json!({"mtu": 1400, "ipam": {}})));
@@ -235,6 +245,7 @@ fn mtu_is_applied_to_bridge_and_both_veth_ends() {
 
 #[test]
 fn disable_container_interface_leaves_it_down() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-down");
     let a = node.pod("a");
     node.add(
@@ -249,6 +260,7 @@ fn disable_container_interface_leaves_it_down() {
 
 #[test]
 fn mac_precedence_is_cni_args_then_args_then_runtime_config() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-mac");
     let base = config("brmac", json!({"ipam": {}}));
     let cases = [
@@ -283,6 +295,7 @@ fn mac_precedence_is_cni_args_then_args_then_runtime_config() {
 
 #[test]
 fn a_multus_call_without_cni_version_and_with_k8s_args_works() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-multus");
     let pod = node.pod("a");
     // What Multus hands over from a NetworkAttachmentDefinition: no cniVersion.
@@ -316,6 +329,7 @@ fn a_multus_call_without_cni_version_and_with_k8s_args_works() {
 
 #[test]
 fn check_passes_for_an_l2_attachment_and_fails_when_the_interface_is_gone() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-check");
     let conf = config("brck", json!({"ipam": {}, "macspoofchk": true}));
     let a = node.pod("a");
@@ -333,6 +347,7 @@ fn check_passes_for_an_l2_attachment_and_fails_when_the_interface_is_gone() {
 
 #[test]
 fn check_detects_a_lost_address() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-check-ip");
     let conf = config("brci", json!({"ipam": node.host_local("10.79.0.0/24")}));
     let a = node.pod("a");
@@ -345,6 +360,7 @@ fn check_detects_a_lost_address() {
 
 #[test]
 fn a_failed_ipam_add_rolls_back_the_veth_and_the_spoof_check() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-rollback");
     // Room for exactly one address: the second ADD's IPAM fails after the veth exists.
     let mut ipam = node.host_local("10.80.0.0/24");
@@ -370,6 +386,7 @@ fn a_failed_ipam_add_rolls_back_the_veth_and_the_spoof_check() {
 
 #[test]
 fn a_failed_add_releases_the_ipam_lease() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-lease");
     // The container already has net1: the veth cannot be created, before any IPAM call...
     let a = node.pod("a");
@@ -395,6 +412,7 @@ fn a_failed_add_releases_the_ipam_lease() {
 
 #[test]
 fn del_is_idempotent_and_succeeds_without_the_netns() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-del");
     let conf = config(
         "brdel",
@@ -453,6 +471,7 @@ fn a_failed_ipam_del_still_removes_the_port_and_the_rules() {
 
 #[test]
 fn gc_removes_what_lost_dels_left_behind() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-gc");
     let mut conf = config("brgc", json!({"ipam": {}, "macspoofchk": true}));
     let (keep, lost) = (node.pod("keep"), node.pod("lost"));
@@ -491,6 +510,7 @@ fn gc_removes_what_lost_dels_left_behind() {
 
 #[test]
 fn status_is_ok_without_ipam_and_asks_ipam_when_there_is_one() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-status");
     let mut conf = config("brst", json!({"ipam": {}}));
     conf["cniVersion"] = json!("1.1.0");
@@ -505,6 +525,7 @@ fn status_is_ok_without_ipam_and_asks_ipam_when_there_is_one() {
 
 #[test]
 fn vlan_filtering_required_refuses_a_bridge_that_does_not_filter() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-novf");
     node.host
         .netns()
@@ -542,6 +563,7 @@ fn kernel_filters_vlans(node: &Node) -> bool {
 
 #[test]
 fn a_vlan_config_on_a_bridge_that_does_not_filter_is_refused_only_where_the_kernel_cannot_filter() {
+    netns_tests::skip_unless_root!();
     // On a kernel that can filter, the port gets its VLAN and a warning says it is not
     // enforced yet (vlan_real_kernel.rs shows the traffic); on one that cannot, nothing changes.
     let node = Node::new("br-nokvf");
@@ -570,6 +592,7 @@ fn a_vlan_config_on_a_bridge_that_does_not_filter_is_refused_only_where_the_kern
 
 #[test]
 fn something_that_is_not_a_bridge_is_refused() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-notbr");
     node.host.netns().exec_ok(
         "ip",
@@ -585,6 +608,7 @@ fn something_that_is_not_a_bridge_is_refused() {
 
 #[test]
 fn invalid_configs_are_refused_with_code_7_naming_the_field() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-invalid");
     let a = node.pod("a");
     let cases = [
@@ -634,6 +658,7 @@ fn invalid_configs_are_refused_with_code_7_naming_the_field() {
 
 #[test]
 fn sixty_four_concurrent_adds_on_a_new_bridge_all_succeed_and_dels_leave_nothing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-race");
     let conf = config("brrace", json!({"ipam": {}}));
     let pods: Vec<Pod> = (0..64).map(|i| node.pod(&format!("p{i}"))).collect();
@@ -666,6 +691,7 @@ fn assert_untouched(node: &Node, pod: &Pod, bridge: &str, what: &str) {
 
 #[test]
 fn an_l2_add_whose_result_cannot_be_printed_is_refused_before_anything_changes() {
+    netns_tests::skip_unless_root!();
     // Results before 0.3.0 are made of IP addresses; a config without cniVersion is 0.1.0.
     let node = Node::new("br-legacy");
     let a = node.pod("a");
@@ -690,6 +716,7 @@ fn an_l2_add_whose_result_cannot_be_printed_is_refused_before_anything_changes()
 
 #[test]
 fn an_add_whose_ipam_plugin_is_missing_is_refused_before_anything_changes() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-noipam");
     let a = node.pod("a");
     let conf = config("brnoi", json!({"ipam": {"type": "no-such-ipam"}}));
@@ -702,6 +729,7 @@ fn an_add_whose_ipam_plugin_is_missing_is_refused_before_anything_changes() {
 
 #[test]
 fn a_gateway_vlan_interface_whose_name_is_too_long_is_refused_before_anything_changes() {
+    netns_tests::skip_unless_root!();
     // The gateway of VLAN 100 would live on `brgwlongname.100`: 16 characters.
     let node = Node::new("br-gwlong");
     let a = node.pod("a");

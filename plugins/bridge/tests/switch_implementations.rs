@@ -92,6 +92,7 @@ fn go_add(node: &Node, pod: &Pod, conf: &Value) -> Value {
 
 #[test]
 fn our_del_removes_everything_the_go_bridge_made() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-del");
     let conf = full_config(&node, "brsw1", "10.60.1.0/24");
     let a = node.pod("a");
@@ -110,6 +111,7 @@ fn our_del_removes_everything_the_go_bridge_made() {
 
 #[test]
 fn the_iptables_chain_our_add_leaves_for_a_go_del_goes_with_our_del_and_gc() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-marker");
     let mut conf = full_config(&node, "brsw8", "10.60.8.0/24");
     let (a, b) = (node.pod("a"), node.pod("b"));
@@ -138,6 +140,7 @@ fn the_iptables_chain_our_add_leaves_for_a_go_del_goes_with_our_del_and_gc() {
 
 #[test]
 fn our_del_cleans_up_a_go_attachment_whose_namespace_is_already_gone() {
+    netns_tests::skip_unless_root!();
     // The Go plugin's own DEL leaks its iptables rules here: it finds them through the pod's
     // addresses.
     let node = Node::new("sw-go-gone");
@@ -153,6 +156,7 @@ fn our_del_cleans_up_a_go_attachment_whose_namespace_is_already_gone() {
 
 #[test]
 fn our_gc_removes_what_go_attachments_that_are_gone_left_behind() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-gc");
     // static IPAM keeps no state: Debian's host-local 1.1.1 has no GC of its own.
     let static_ipam = |ip: &str| json!({"type": "static", "addresses": [{"address": ip}]});
@@ -236,6 +240,7 @@ fn newer_go_masquerade(
 
 #[test]
 fn our_del_and_gc_remove_the_nftables_masquerade_rules_of_newer_go_releases() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-nft");
     let mut conf = config(
         "brsw4",
@@ -271,6 +276,7 @@ fn our_del_and_gc_remove_the_nftables_masquerade_rules_of_newer_go_releases() {
 
 #[test]
 fn our_check_passes_for_a_go_attachment() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-check");
     let conf = full_config(&node, "brsw5", "10.60.5.0/24");
     let a = node.pod("a");
@@ -287,6 +293,7 @@ fn our_check_passes_for_a_go_attachment() {
 
 #[test]
 fn go_check_and_del_work_on_our_attachment_and_our_gc_removes_what_go_del_leaves() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-ours-go");
     let mut conf = full_config(&node, "brsw6", "10.60.6.0/24");
     let a = node.pod("a");
@@ -319,6 +326,7 @@ fn go_check_and_del_work_on_our_attachment_and_our_gc_removes_what_go_del_leaves
 
 #[test]
 fn our_add_takes_an_address_whose_masquerade_a_go_del_left_behind() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("sw-reuse");
     // One address only: the second attachment gets the first one's.
     let mut ipam = node.host_local("10.60.7.0/24");

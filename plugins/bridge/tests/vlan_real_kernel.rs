@@ -6,6 +6,7 @@ mod common;
 
 #[test]
 fn vlan_tests_pass_on_a_real_kernel() {
+    netns_tests::skip_unless_root!();
     // What the guest runs but should not build under emulation: the libcni driver, and our
     // tuning (target/cni-bin, from scripts/build-plugins).
     netns_tests::build_libcni_driver();

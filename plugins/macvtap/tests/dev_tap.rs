@@ -55,6 +55,7 @@ impl Drop for NoLeftoverNode {
 
 #[test]
 fn add_waits_for_a_dying_namespace_to_release_dev_tap_then_makes_the_node() {
+    netns_tests::skip_unless_root!();
     let index = rare_index(0);
     let _cleanup = NoLeftoverNode(index);
     let node = Node::new("mvt-tapwait");
@@ -88,6 +89,7 @@ fn add_waits_for_a_dying_namespace_to_release_dev_tap_then_makes_the_node() {
 
 #[test]
 fn add_fails_with_code_11_while_another_namespace_holds_dev_tap_and_gives_the_device_back() {
+    netns_tests::skip_unless_root!();
     let index = rare_index(1);
     let _cleanup = NoLeftoverNode(index);
     let node = Node::new("mvt-tapheld");
@@ -111,6 +113,7 @@ fn add_fails_with_code_11_while_another_namespace_holds_dev_tap_and_gives_the_de
 
 #[test]
 fn add_replaces_a_dev_tap_node_left_for_a_device_that_is_gone() {
+    netns_tests::skip_unless_root!();
     let index = rare_index(2);
     let _cleanup = NoLeftoverNode(index);
     let node = Node::new("mvt-tapstale");

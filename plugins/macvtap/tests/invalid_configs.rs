@@ -188,6 +188,7 @@ fn patched(base: &Value, patch: &Value) -> Value {
 
 #[test]
 fn every_invalid_config_gets_its_code_naming_the_field_and_changes_nothing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-invalid");
     let pod = node.pod("mvt-invalid");
     let base = config("1.1.0", json!({"master": PARENT, "mtu": 1400}));

@@ -11,6 +11,7 @@ use serde_json::json;
 
 #[test]
 fn libcni_adds_checks_and_deletes_with_the_mac_capability() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-libcni");
     let pod = node.pod("mvt-libcni");
     let dir = TempDir::new("mvt-libcni");

@@ -39,6 +39,7 @@ fn mode_of(pod: &Pod) -> String {
 
 #[test]
 fn two_macvtaps_on_one_parent_in_bridge_mode_reach_each_other() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-ping");
     let (a, b) = (node.pod("mvt-ping-a"), node.pod("mvt-ping-b"));
     let conf_a = standalone(json!({"mode": "bridge", "ipam": static_ipam("10.250.0.1/24")}));
@@ -54,6 +55,7 @@ fn two_macvtaps_on_one_parent_in_bridge_mode_reach_each_other() {
 
 #[test]
 fn add_creates_a_macvtap_on_master_in_the_configured_mode_named_ifname() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-create");
     let pod = node.pod("mvt-create");
     let out = node.call("ADD", &pod, &standalone(json!({"mode": "vepa"})));
@@ -84,6 +86,7 @@ fn add_creates_a_macvtap_on_master_in_the_configured_mode_named_ifname() {
 
 #[test]
 fn mode_defaults_to_bridge() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-defmode");
     let pod = node.pod("mvt-defmode");
     expect_success(&node.call("ADD", &pod, &standalone(json!({}))), "ADD");
@@ -92,6 +95,7 @@ fn mode_defaults_to_bridge() {
 
 #[test]
 fn dev_tap_node_gets_the_configured_owner_and_group() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-owner");
     let pod = node.pod("mvt-owner");
     let conf = standalone(json!({"owner": 1234, "group": 4321}));
@@ -108,6 +112,7 @@ fn dev_tap_node_gets_the_configured_owner_and_group() {
 
 #[test]
 fn dev_tap_node_owner_and_group_default_to_kubevirts_qemu_107() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-qemu");
     let pod = node.pod("mvt-qemu");
     expect_success(&node.call("ADD", &pod, &standalone(json!({}))), "ADD");
@@ -116,6 +121,7 @@ fn dev_tap_node_owner_and_group_default_to_kubevirts_qemu_107() {
 
 #[test]
 fn mac_from_cni_args_and_mtu_are_applied_and_reported() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-macmtu");
     let pod = node.pod("mvt-macmtu");
     let conf = config("1.1.0", json!({"master": PARENT, "mtu": 1400}));
@@ -136,6 +142,7 @@ fn mac_from_cni_args_and_mtu_are_applied_and_reported() {
 
 #[test]
 fn mac_from_runtime_config_wins_over_cni_args() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-rcmac");
     let pod = node.pod("mvt-rcmac");
     let conf = standalone(json!({"runtimeConfig": {"mac": "02:aa:bb:cc:dd:02"}}));
@@ -152,6 +159,7 @@ fn mac_from_runtime_config_wins_over_cni_args() {
 
 #[test]
 fn promisc_mode_makes_the_macvtap_promiscuous() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-promisc");
     let pod = node.pod("mvt-promisc");
     expect_success(
@@ -163,6 +171,7 @@ fn promisc_mode_makes_the_macvtap_promiscuous() {
 
 #[test]
 fn device_id_mode_moves_the_device_plugins_macvtap_into_the_pod() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dp");
     let pod = node.pod("mvt-dp");
     let dp = node.device_plugin_macvtap("dp0Mvp1", &[]);
@@ -192,6 +201,7 @@ fn device_id_mode_moves_the_device_plugins_macvtap_into_the_pod() {
 /// when the ADD fails.
 #[test]
 fn device_id_mode_finds_the_macvtap_under_todays_device_plugin_name() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dphash");
     let pod = node.pod("mvt-dphash");
     // Longer than an interface name: only the hashed name can exist.
@@ -228,6 +238,7 @@ fn device_id_mode_finds_the_macvtap_under_todays_device_plugin_name() {
 /// name today's device plugin gives it wins, and the other is not touched.
 #[test]
 fn device_id_mode_prefers_the_hashed_name_to_the_plain_one() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dpboth");
     let pod = node.pod("mvt-dpboth");
     let hashed = macvtap::macvtap::device_plugin_name("dp0Mvp5");
@@ -244,6 +255,7 @@ fn device_id_mode_prefers_the_hashed_name_to_the_plain_one() {
 
 #[test]
 fn device_id_mode_refuses_a_pod_whose_ifindex_would_rename_dev_tap() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dpidx");
     let pod = node.pod("mvt-dpidx");
     let dp = node.device_plugin_macvtap("dp0Mvp4", &[]);
@@ -266,6 +278,7 @@ fn device_id_mode_refuses_a_pod_whose_ifindex_would_rename_dev_tap() {
 
 #[test]
 fn device_id_from_runtime_config_is_used() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dprc");
     let pod = node.pod("mvt-dprc");
     node.device_plugin_macvtap("dp0Mvp2", &[]);
@@ -277,6 +290,7 @@ fn device_id_from_runtime_config_is_used() {
 
 #[test]
 fn device_id_that_is_not_a_macvtap_is_refused_and_the_link_stays() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dpveth");
     let pod = node.pod("mvt-dpveth");
     let conf = config("1.1.0", json!({"deviceID": PARENT_PEER}));
@@ -289,6 +303,7 @@ fn device_id_that_is_not_a_macvtap_is_refused_and_the_link_stays() {
 
 #[test]
 fn device_id_missing_from_the_host_fails_and_changes_nothing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dpgone");
     let pod = node.pod("mvt-dpgone");
     let before = node.host.links().len();
@@ -302,6 +317,7 @@ fn device_id_missing_from_the_host_fails_and_changes_nothing() {
 
 #[test]
 fn failed_add_gives_the_device_plugins_macvtap_back_unchanged() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-dpback");
     let pod = node.pod("mvt-dpback");
     let dp = node.device_plugin_macvtap("dp0Mvp3", &[]);
@@ -333,6 +349,7 @@ fn failed_add_gives_the_device_plugins_macvtap_back_unchanged() {
 
 #[test]
 fn failed_ipam_add_deletes_the_macvtap_it_created() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-ipamfail");
     let pod = node.pod("mvt-ipamfail");
     let conf = standalone(json!({"ipam": static_ipam("not-an-address")}));
@@ -343,6 +360,7 @@ fn failed_ipam_add_deletes_the_macvtap_it_created() {
 
 #[test]
 fn failed_add_after_ipam_releases_the_lease_and_deletes_the_macvtap() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-lease");
     let pod = node.pod("mvt-lease");
     let data = TempDir::new("mvt-lease-ipam");
@@ -359,6 +377,7 @@ fn failed_add_after_ipam_releases_the_lease_and_deletes_the_macvtap() {
 
 #[test]
 fn add_refuses_an_existing_ifname_and_leaves_it_alone() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-exists");
     let pod = node.pod("mvt-exists");
     pod.ns.exec_ok(
@@ -380,6 +399,7 @@ fn add_refuses_an_existing_ifname_and_leaves_it_alone() {
 
 #[test]
 fn l2_config_at_0_2_0_is_refused_before_anything_changes() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-020");
     let pod = node.pod("mvt-020");
     let mut conf = standalone(json!({}));
@@ -392,6 +412,7 @@ fn l2_config_at_0_2_0_is_refused_before_anything_changes() {
 
 #[test]
 fn del_deletes_the_macvtap_and_its_node_and_succeeds_twice() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-del");
     let pod = node.pod("mvt-del");
     let conf = standalone(json!({}));
@@ -406,6 +427,7 @@ fn del_deletes_the_macvtap_and_its_node_and_succeeds_twice() {
 
 #[test]
 fn del_succeeds_when_the_netns_is_gone_and_releases_the_lease() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-delgone");
     let pod = node.pod("mvt-delgone");
     let data = TempDir::new("mvt-delgone-ipam");
@@ -428,6 +450,7 @@ fn del_succeeds_when_the_netns_is_gone_and_releases_the_lease() {
 
 #[test]
 fn del_removes_a_macvtap_a_crashed_add_left_in_the_host() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-crash");
     let pod = node.pod("mvt-crash");
     let temp = macvtap::macvtap::temp_name(&pod.container_id, IFNAME);
@@ -441,6 +464,7 @@ fn del_removes_a_macvtap_a_crashed_add_left_in_the_host() {
 
 #[test]
 fn del_leaves_an_interface_that_is_not_a_macvtap_alone() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-delveth");
     let pod = node.pod("mvt-delveth");
     pod.ns.exec_ok(
@@ -476,6 +500,7 @@ fn index_of_or_zero(pod: &Pod) -> u32 {
 
 #[test]
 fn check_detects_a_changed_mtu() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkmtu", json!({"mtu": 1400}), |pod, _| {
         pod.ns
             .exec_ok("ip", &["link", "set", IFNAME, "mtu", "1300"]);
@@ -485,6 +510,7 @@ fn check_detects_a_changed_mtu() {
 
 #[test]
 fn check_detects_a_changed_mac() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkmac", json!({}), |pod, _| {
         pod.ns.exec_ok(
             "ip",
@@ -496,6 +522,7 @@ fn check_detects_a_changed_mac() {
 
 #[test]
 fn check_detects_a_removed_address() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkaddr", json!({}), |pod, _| {
         pod.ns
             .exec_ok("ip", &["addr", "del", "10.250.1.1/24", "dev", IFNAME]);
@@ -505,6 +532,7 @@ fn check_detects_a_removed_address() {
 
 #[test]
 fn check_detects_a_dev_tap_node_given_to_someone_else() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkown", json!({}), |_, index| {
         std::os::unix::fs::chown(tap_path(index), Some(0), Some(0)).expect("chown");
     });
@@ -513,6 +541,7 @@ fn check_detects_a_dev_tap_node_given_to_someone_else() {
 
 #[test]
 fn check_detects_a_missing_interface() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkgone", json!({}), |pod, _| {
         pod.ns.exec_ok("ip", &["link", "del", IFNAME]);
     });
@@ -521,6 +550,7 @@ fn check_detects_a_missing_interface() {
 
 #[test]
 fn check_detects_promiscuous_mode_turned_off() {
+    netns_tests::skip_unless_root!();
     let msg = check_after("mvt-chkpromisc", json!({"promiscMode": true}), |pod, _| {
         pod.ns
             .exec_ok("ip", &["link", "set", IFNAME, "promisc", "off"]);
@@ -530,6 +560,7 @@ fn check_detects_promiscuous_mode_turned_off() {
 
 #[test]
 fn status_reports_50_when_master_is_missing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-status");
     let conf = config("1.1.0", json!({"master": PARENT}));
     expect_success(
@@ -543,6 +574,7 @@ fn status_reports_50_when_master_is_missing() {
 
 #[test]
 fn status_and_gc_are_forwarded_to_ipam() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-fwd");
     let ipam = FakeIpam::new("mvt-fwd", "10.250.2.1/24");
     let mut conf = config(
@@ -562,6 +594,7 @@ fn status_and_gc_are_forwarded_to_ipam() {
 
 #[test]
 fn add_at_1_1_0_puts_the_ipam_address_on_the_macvtap() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-ipam11");
     let pod = node.pod("mvt-ipam11");
     let ipam = FakeIpam::new("mvt-ipam11", "10.250.3.1/24");
@@ -597,6 +630,7 @@ fn attach_the_macvtap_cni_way(node: &Node, pod: &Pod, device_id: &str) -> Link {
 /// nothing: no macvtap in the pod or the host, no /dev/tapN.
 #[test]
 fn check_and_del_of_an_attachment_macvtap_cni_made_leave_nothing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-fromgo");
     let pod = node.pod("mvt-fromgo");
     let id = "dataplaneMvp3";
@@ -622,6 +656,7 @@ fn check_and_del_of_an_attachment_macvtap_cni_made_leave_nothing() {
 /// this plugin attached leaves nothing either.
 #[test]
 fn macvtap_cni_del_of_an_attachment_we_made_leaves_nothing() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("mvt-togo");
     let pod = node.pod("mvt-togo");
     let id = "dataplaneMvp4";

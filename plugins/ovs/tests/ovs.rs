@@ -19,6 +19,7 @@ fn reaches(from: &Pod, ip: &str) -> bool {
 
 #[test]
 fn access_ports_on_the_same_vlan_reach_each_other_and_not_another_vlan() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-access");
     let pods: Vec<(Pod, &str, i64)> = vec![
         (Pod::new("ovs-access-a"), "10.10.0.1", 100),
@@ -40,6 +41,7 @@ fn access_ports_on_the_same_vlan_reach_each_other_and_not_another_vlan() {
 
 #[test]
 fn add_creates_an_access_port_tagged_with_its_attachment() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-port");
     let pod = Pod::new("ovs-port-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -78,6 +80,7 @@ fn add_creates_an_access_port_tagged_with_its_attachment() {
 
 #[test]
 fn trunk_config_becomes_a_trunk_port_and_vlan_is_then_ignored() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-trunk");
     let trunk = json!([{"id": 42}, {"minID": 10, "maxID": 12}, {"id": 11}]);
     for (tag, fields) in [
@@ -99,6 +102,7 @@ fn trunk_config_becomes_a_trunk_port_and_vlan_is_then_ignored() {
 
 #[test]
 fn a_port_without_vlan_or_trunk_is_a_trunk_of_every_vlan() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-novlan");
     let pod = Pod::new("ovs-novlan-pod");
     node.add_ok(&pod, &node.config(json!({})));
@@ -113,6 +117,7 @@ fn a_port_without_vlan_or_trunk_is_a_trunk_of_every_vlan() {
 /// reaches the trunk port that carries VLAN 10 and not the one that carries only VLAN 20.
 #[test]
 fn trunk_ports_receive_only_the_vlans_they_carry() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-trunkrx");
     let sender = Pod::quiet("ovs-trunkrx-send");
     let peer = Pod::quiet("ovs-trunkrx-peer");
@@ -149,6 +154,7 @@ fn trunk_ports_receive_only_the_vlans_they_carry() {
 
 #[test]
 fn mtu_is_set_on_both_ends_of_the_veth() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-mtu");
     let pod = Pod::new("ovs-mtu-pod");
     node.add_ok(&pod, &node.config(json!({"mtu": 1400, "vlan": 5})));
@@ -161,6 +167,7 @@ fn mtu_is_set_on_both_ends_of_the_veth() {
 
 #[test]
 fn del_removes_the_port_and_the_veth_and_succeeds_again() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-del");
     let pod = Pod::new("ovs-del-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -174,6 +181,7 @@ fn del_removes_the_port_and_the_veth_and_succeeds_again() {
 
 #[test]
 fn del_succeeds_when_the_netns_is_gone_and_removes_the_port() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-delns");
     let pod = Pod::new("ovs-delns-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -193,6 +201,7 @@ fn del_succeeds_when_the_netns_is_gone_and_removes_the_port() {
 
 #[test]
 fn del_succeeds_when_the_port_was_already_removed_from_ovsdb() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-delport");
     let pod = Pod::new("ovs-delport-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -205,6 +214,7 @@ fn del_succeeds_when_the_port_was_already_removed_from_ovsdb() {
 
 #[test]
 fn del_works_after_ovsdb_restarts_between_add_and_del() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-restart");
     let pod = Pod::new("ovs-restart-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -217,6 +227,7 @@ fn del_works_after_ovsdb_restarts_between_add_and_del() {
 
 #[test]
 fn gc_removes_only_this_networks_ports_not_in_the_valid_list() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-gc");
     let keep = Pod::new("ovs-gc-keep");
     let stale = Pod::new("ovs-gc-stale");
@@ -262,6 +273,7 @@ fn gc_removes_only_this_networks_ports_not_in_the_valid_list() {
 /// tagged as ours, for an attachment the runtime no longer has.
 #[test]
 fn gc_removes_a_port_left_by_a_killed_add() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-gckill");
     let pod = Pod::new("ovs-gckill-pod");
     let name = host_veth(&pod);
@@ -295,6 +307,7 @@ fn gc_removes_a_port_left_by_a_killed_add() {
 
 #[test]
 fn gc_and_status_are_forwarded_to_ipam() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-ipamfwd");
     let bin = TempDir::new("ovs-ipamfwd-bin");
     let log = bin.join("calls");
@@ -341,6 +354,7 @@ fn gc_and_status_are_forwarded_to_ipam() {
 
 #[test]
 fn status_is_ready_with_ovsdb_up_and_50_when_it_is_down() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-status");
     let conf = node.config(json!({}));
     expect_success(&node.call_env("STATUS", "", "", &conf, &[]), "STATUS");
@@ -356,6 +370,7 @@ fn status_is_ready_with_ovsdb_up_and_50_when_it_is_down() {
 
 #[test]
 fn add_with_ovsdb_down_fails_fast_and_leaves_nothing() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-down");
     let pod = Pod::new("ovs-down-pod");
     let leases = TempDir::new("ovs-down-leases");
@@ -378,6 +393,7 @@ fn add_with_ovsdb_down_fails_fast_and_leaves_nothing() {
 
 #[test]
 fn a_failure_after_the_port_is_made_rolls_back_port_veth_and_lease() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-rollback");
     let pod = Pod::new("ovs-rollback-pod");
     let leases = TempDir::new("ovs-rollback-leases");
@@ -405,6 +421,7 @@ fn a_failure_after_the_port_is_made_rolls_back_port_veth_and_lease() {
 
 #[test]
 fn add_gives_up_after_the_link_state_checks_and_rolls_back() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-linkwait");
     let pod = Pod::new("ovs-linkwait-pod");
     let leases = TempDir::new("ovs-linkwait-leases");
@@ -434,6 +451,7 @@ fn add_gives_up_after_the_link_state_checks_and_rolls_back() {
 
 #[test]
 fn add_to_a_missing_bridge_fails_and_leaves_nothing() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-nobr");
     let pod = Pod::new("ovs-nobr-pod");
     let leases = TempDir::new("ovs-nobr-leases");
@@ -457,6 +475,7 @@ fn add_to_a_missing_bridge_fails_and_leaves_nothing() {
 
 #[test]
 fn invalid_configs_are_refused_with_code_7_naming_the_field() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-invalid");
     let pod = Pod::new("ovs-invalid-pod");
     let cases: Vec<(Value, &str)> = vec![
@@ -495,6 +514,7 @@ fn invalid_configs_are_refused_with_code_7_naming_the_field() {
 
 #[test]
 fn device_id_hardware_offload_is_refused_with_code_2() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-devid");
     let pod = Pod::new("ovs-devid-pod");
     for fields in [
@@ -515,6 +535,7 @@ fn device_id_hardware_offload_is_refused_with_code_2() {
 
 #[test]
 fn check_passes_after_add_and_fails_when_the_tag_drifts() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-check");
     let pod = Pod::new("ovs-check-pod");
     let mut conf =
@@ -533,6 +554,7 @@ fn check_passes_after_add_and_fails_when_the_tag_drifts() {
 
 #[test]
 fn check_fails_when_the_port_is_gone_from_ovsdb() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-checkport");
     let pod = Pod::new("ovs-checkport-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -546,6 +568,7 @@ fn check_fails_when_the_port_is_gone_from_ovsdb() {
 
 #[test]
 fn mac_precedence_is_runtime_config_over_cni_args_over_args_cni() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-mac");
     let env = [("CNI_ARGS", "IgnoreUnknown=1;MAC=02:00:00:00:00:02")];
     let mac_after_add = |fields: Value| {
@@ -571,6 +594,7 @@ fn mac_precedence_is_runtime_config_over_cni_args_over_args_cni() {
 
 #[test]
 fn with_ipam_and_no_requested_mac_the_mac_comes_from_the_ipv4_address() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-ipmac");
     let pod = Pod::new("ovs-ipmac-pod");
     let mut conf = node.config(json!({"ipam": static_ipam("10.50.1.2/24")}));
@@ -589,6 +613,7 @@ fn with_ipam_and_no_requested_mac_the_mac_comes_from_the_ipv4_address() {
 /// first four bytes of SHA-256 of the address's text.
 #[test]
 fn with_ipam_and_no_requested_mac_the_mac_comes_from_an_ipv6_address_as_ovs_cni_makes_it() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-ip6mac");
     let pod = Pod::new("ovs-ip6mac-pod");
     let mut conf = node.config(json!({"ipam": static_ipam("fd00::5/64")}));
@@ -604,6 +629,7 @@ fn with_ipam_and_no_requested_mac_the_mac_comes_from_an_ipv6_address_as_ovs_cni_
 
 #[test]
 fn add_announces_its_ipv4_address_with_a_gratuitous_arp() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-garp");
     let listener = Pod::quiet("ovs-garp-listen");
     // Learn neighbours from unsolicited ARP, so the announcement alone creates an entry.
@@ -637,6 +663,7 @@ fn add_announces_its_ipv4_address_with_a_gratuitous_arp() {
 
 #[test]
 fn socket_file_takes_a_bare_path_and_a_tcp_address() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-socket");
     let bare = node.path("db.sock");
     for socket in [bare.as_str(), "tcp:127.0.0.1:6640"] {
@@ -651,6 +678,7 @@ fn socket_file_takes_a_bare_path_and_a_tcp_address() {
 
 #[test]
 fn configuration_path_fills_what_the_network_config_leaves_unset() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-flat");
     let dir = TempDir::new("ovs-flat-conf");
     let flat = dir.write_json(
@@ -679,6 +707,7 @@ fn configuration_path_fills_what_the_network_config_leaves_unset() {
 
 #[test]
 fn ovn_port_ofport_request_and_interface_type_land_on_the_interface_row() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-ovn");
     let pod = Pod::new("ovs-ovn-pod");
     let conf = node.config(json!({"ofport_request": 77, "interface_type": "system"}));
@@ -704,6 +733,7 @@ fn ovn_port_ofport_request_and_interface_type_land_on_the_interface_row() {
 
 #[test]
 fn l2_results_need_0_3_0_so_older_versions_are_refused_before_anything_is_made() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("ovs-legacy");
     let pod = Pod::new("ovs-legacy-pod");
     let mut conf = node.config(json!({"vlan": 1}));

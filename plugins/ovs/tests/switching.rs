@@ -33,6 +33,7 @@ fn assert_nothing_left(node: &OvsNode, pod_link: Option<netns_tests::Link>, cont
 /// ovs-cni writes it.
 #[test]
 fn add_writes_the_port_tags_and_cache_file_ovs_cni_needs() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-tags");
     let pod = Pod::new("sw-tags-pod");
     let conf = node.config(json!({"vlan": 100}));
@@ -83,6 +84,7 @@ fn add_writes_the_port_tags_and_cache_file_ovs_cni_needs() {
 /// through the cache file and the tags and leaves nothing, the lease included.
 #[test]
 fn ovs_cni_del_of_an_attachment_we_made_leaves_nothing() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-godel");
     let pod = Pod::new("sw-godel-pod");
     let data = TempDir::new("sw-godel-ipam");
@@ -123,6 +125,7 @@ fn ovs_cni_del_of_an_attachment_we_made_leaves_nothing() {
 /// test runs in the real-kernel tier.
 #[test]
 fn ovs_cni_cleanup_removes_a_dead_port_we_made_on_the_kernel_datapath() {
+    netns_tests::skip_unless_root!();
     let stdout = netns_tests::real_kernel_tier::run_ignored_tests_in_guest("in_guest::");
     assert!(
         stdout.contains("test in_guest::ovs_cni_cleanup_removes_a_dead_port_we_made ... ok"),
@@ -168,6 +171,7 @@ mod in_guest {
 /// removes it, its veth and ovs-cni's cache file in both directories.
 #[test]
 fn del_of_an_attachment_ovs_cni_made_leaves_nothing() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-del");
     let pod = Pod::new("sw-del-pod");
     ovs_cni::add(&node, &pod, Some(100), "uid-7");
@@ -182,6 +186,7 @@ fn del_of_an_attachment_ovs_cni_made_leaves_nothing() {
 /// detects a changed tag as for this plugin's own ports.
 #[test]
 fn check_of_an_attachment_ovs_cni_made_passes_and_sees_drift() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-check");
     let pod = Pod::new("sw-check-pod");
     let go = ovs_cni::add(&node, &pod, Some(100), "");
@@ -206,6 +211,7 @@ fn check_of_an_attachment_ovs_cni_made_passes_and_sees_drift() {
 /// live attachment, and another network's cache file, stay.
 #[test]
 fn gc_removes_dead_ovs_cni_ports_and_stale_cache_files() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-gc");
     let live = Pod::new("sw-gc-live");
     let dead = Pod::new("sw-gc-dead");
@@ -232,6 +238,7 @@ fn gc_removes_dead_ovs_cni_ports_and_stale_cache_files() {
 /// ovs-cni, the bridge's ports whose device is gone are removed, and the cache file with them.
 #[test]
 fn del_without_a_netns_removes_dead_ovs_cni_ports() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-delnons");
     let live = Pod::new("sw-delnons-live");
     let dead = Pod::new("sw-delnons-dead");
@@ -252,6 +259,7 @@ fn del_without_a_netns_removes_dead_ovs_cni_ports() {
 /// a trunk and a port of every VLAN; and it sees a changed tag.
 #[test]
 fn ovs_cni_check_of_an_attachment_we_made_passes() {
+    netns_tests::skip_unless_root!();
     let node = OvsNode::start("sw-gocheck");
     let cases = [
         json!({"vlan": 100, "ipam": {"type": "static", "addresses": [{"address": "10.71.0.2/24"}]}}),

@@ -118,6 +118,7 @@ fn stdin_for(case: &Case, base: &Value) -> String {
 
 #[test]
 fn every_hostile_input_gets_its_error_code_and_changes_nothing() {
+    netns_tests::skip_unless_root!();
     let corpus: Vec<Case> =
         serde_json::from_str(include_str!("hostile_inputs.json")).expect("corpus parses");
     assert!(corpus.len() >= 30, "the corpus has {} cases", corpus.len());

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn add_sets_link_attributes_and_del_restores_them() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-link");
     let before = a.ns.link(IFNAME).expect("net1 exists");
     let conf = a.config(json!({
@@ -41,6 +42,7 @@ fn add_sets_link_attributes_and_del_restores_them() {
 
 #[test]
 fn add_writes_sysctls_in_the_container_only_and_del_restores_them() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-sysctl");
     let host_forwarding = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").expect("host");
     let before_iface = a.sysctl("net/ipv4/conf/net1/forwarding");
@@ -70,6 +72,7 @@ fn add_writes_sysctls_in_the_container_only_and_del_restores_them() {
 
 #[test]
 fn add_passes_prev_result_on_with_the_new_mac() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-prev");
     for version in ["0.3.1", "0.4.0", "1.0.0", "1.1.0"] {
         let mut conf = a.config(json!({"mac": "02:00:00:00:00:07"}));
@@ -87,6 +90,7 @@ fn add_passes_prev_result_on_with_the_new_mac() {
 
 #[test]
 fn check_passes_after_add_and_fails_when_the_mtu_drifts() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-check");
     let conf = a.config(json!({"mtu": 1300, "sysctl": {"net.ipv4.conf.IFNAME.forwarding": "1"}}));
     let out = a.call("ADD", &conf);
@@ -107,6 +111,7 @@ fn check_passes_after_add_and_fails_when_the_mtu_drifts() {
 
 #[test]
 fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-gone");
     let conf = a.config(json!({"mtu": 1400}));
     expect_success(&a.call("ADD", &conf), "ADD");
@@ -193,6 +198,7 @@ fn gc_removes_unreadable_state_of_attachments_that_are_gone() {
 
 #[test]
 fn del_succeeds_when_the_link_is_gone_and_twice() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-nolink");
     let conf = a.config(json!({"mtu": 1400}));
     expect_success(&a.call("ADD", &conf), "ADD");
@@ -204,6 +210,7 @@ fn del_succeeds_when_the_link_is_gone_and_twice() {
 
 #[test]
 fn failed_add_rolls_back_what_it_already_changed() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-rollback");
     let before = a.ns.link(IFNAME).expect("net1");
     let before_fwd = a.sysctl("net/ipv4/conf/net1/forwarding");
@@ -231,6 +238,7 @@ fn failed_add_rolls_back_what_it_already_changed() {
 
 #[test]
 fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
+    netns_tests::skip_unless_root!();
     let keep = Attachment::new("tuning-gc-keep");
     let lose = Attachment::new("tuning-gc-lose");
     let dir = keep.data_dir.path();
@@ -267,6 +275,7 @@ fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
 
 #[test]
 fn mac_precedence_is_args_cni_over_runtime_config_over_cni_args_over_config() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-macprec");
     let mut conf = a.config(json!({"mac": "02:00:00:00:00:01"}));
     let env = [("CNI_ARGS", "IgnoreUnknown=1;MAC=02:00:00:00:00:02")];
@@ -334,6 +343,7 @@ fn link_state(a: &Attachment) -> (Option<String>, Option<u32>, Option<u32>, bool
 
 #[test]
 fn our_check_and_del_work_on_state_the_reference_plugin_saved() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-fromgo");
     let before = link_state(&a);
     let fwd_before = a.sysctl("net/ipv4/conf/net1/forwarding");
@@ -368,6 +378,7 @@ fn our_check_and_del_work_on_state_the_reference_plugin_saved() {
 
 #[test]
 fn the_reference_plugins_check_and_del_work_on_state_we_saved() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-togo");
     let (mac, mtu, promisc, allmulti, txqlen) = link_state(&a);
     let fwd_before = a.sysctl("net/ipv4/conf/net1/forwarding");
@@ -397,6 +408,7 @@ fn the_reference_plugins_check_and_del_work_on_state_we_saved() {
 
 #[test]
 fn status_reports_50_when_the_state_directory_cannot_be_written() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-status");
     let mut conf = a.config(json!({}));
     conf.as_object_mut().map(|c| c.remove("prevResult"));
@@ -409,6 +421,7 @@ fn status_reports_50_when_the_state_directory_cannot_be_written() {
 
 #[test]
 fn an_add_whose_result_cannot_be_printed_changes_nothing() {
+    netns_tests::skip_unless_root!();
     // A 0.2.0 result is made of IP addresses; this prevResult (an L2 attachment's) has none.
     let a = Attachment::new("tuning-legacy");
     let before = a.ns.link(IFNAME).expect("net1");
