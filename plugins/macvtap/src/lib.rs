@@ -200,7 +200,8 @@ impl Plugin for Macvtap {
             })?;
         let listed = &prev.interfaces[pos];
         if !listed.mac.is_empty() {
-            let mac = MacAddr::parse(&listed.mac).map_err(|e| e.context("prevResult"))?;
+            let mac =
+                MacAddr::parse(&listed.mac).map_err(|e| Error::from(e).context("prevResult"))?;
             check_mac(&link, mac, "prevResult lists")?;
         }
         if let Some(mtu) = listed.mtu {
