@@ -36,7 +36,7 @@ use tracing::Instrument;
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
-use crate::error::{describe, Context, Error, Result};
+use crate::error::{describe, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
 use crate::metrics;
@@ -261,7 +261,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     }
 
     let Some(owner) = owner_reference(nac) else {
-        return Err(Error::new(format!(
+        return Err(Error::other(format!(
             "NetworkAddonsConfig {CONFIG_NAME} has no uid to own its objects"
         )));
     };
@@ -427,7 +427,10 @@ async fn fail(
     if news {
         ctx.events.failed(nac, reason, &message, now).await;
     }
-    Err(Error::new(format!("{reason}: {message}")))
+    Err(Error::NotApplied {
+        reason: reason.to_string(),
+        message,
+    })
 }
 
 /// The previously applied spec, if any.
@@ -437,14 +440,18 @@ pub async fn read_applied(ctx: &Ctx) -> Result<Option<NetworkAddonsConfigSpec>> 
         "read ConfigMap {}/{APPLIED_CONFIGMAP}",
         ctx.settings.namespace
     );
-    let Some(cm) = api.get_opt(APPLIED_CONFIGMAP).await.context(&what)? else {
+    let Some(cm) = api
+        .get_opt(APPLIED_CONFIGMAP)
+        .await
+        .map_err(|e| Error::wrap(&what, e))?
+    else {
         return Ok(None);
     };
     let Some(text) = cm.data.as_ref().and_then(|d| d.get(APPLIED_KEY)) else {
         return Ok(None);
     };
     serde_json::from_str(text)
-        .context(format!("{what}: key {APPLIED_KEY} is not a spec"))
+        .map_err(|e| Error::wrap(format!("{what}: key {APPLIED_KEY} is not a spec"), e))
         .map(Some)
 }
 
@@ -454,7 +461,8 @@ pub fn applied_configmap(
     settings: &Settings,
     owner: &OwnerReference,
 ) -> Result<Value> {
-    let text = serde_json::to_string(applied).context("serialize the applied spec")?;
+    let text =
+        serde_json::to_string(applied).map_err(|e| Error::wrap("serialize the applied spec", e))?;
     Ok(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -481,10 +489,15 @@ async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
     )
     .await
     .map(|_| ())
-    .context(format!(
-        "write ConfigMap {}/{APPLIED_CONFIGMAP}",
-        ctx.settings.namespace
-    ))
+    .map_err(|e| {
+        Error::wrap(
+            format!(
+                "write ConfigMap {}/{APPLIED_CONFIGMAP}",
+                ctx.settings.namespace
+            ),
+            e,
+        )
+    })
 }
 
 /// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
@@ -530,7 +543,11 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
         let (line, fingerprint, selector) = match id.kind.as_str() {
             "DaemonSet" => {
                 let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &id.namespace);
-                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                match api
+                    .get_opt(&id.name)
+                    .await
+                    .map_err(|e| Error::wrap(format!("read {id}"), e))?
+                {
                     Some(ds) => match status::daemonset_progress(&ds) {
                         Some(line) => (
                             line,
@@ -544,7 +561,11 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
             }
             "Deployment" => {
                 let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &id.namespace);
-                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                match api
+                    .get_opt(&id.name)
+                    .await
+                    .map_err(|e| Error::wrap(format!("read {id}"), e))?
+                {
                     Some(d) => match status::deployment_progress(&d) {
                         Some(line) => (
                             line,
@@ -564,7 +585,7 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
                 let list = pods
                     .list(&ListParams::default().labels(&labels))
                     .await
-                    .context(format!("list the pods of {id}"))?;
+                    .map_err(|e| Error::wrap(format!("list the pods of {id}"), e))?;
                 status::image_pull_problems(&list.items)
             }
             None => Vec::new(),

@@ -18,7 +18,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::spec::{
     Condition, ContainerImage, NetworkAddonsConfig, NetworkAddonsConfigStatus, NotDeployed,
 };
@@ -397,7 +397,7 @@ pub async fn write(
         let current = api
             .get(name)
             .await
-            .context(format!("read NetworkAddonsConfig {name}"))?;
+            .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {name}"), e))?;
         let before = current.status.clone().unwrap_or_default();
         let after = next(&before);
         if same_ignoring_heartbeat(&before, &after) {
@@ -420,10 +420,10 @@ pub async fn write(
                 })
             }
             Err(kube::Error::Api(s)) if s.code == 409 => last_error = Some(s.message.clone()),
-            Err(e) => return Err(Error::with(format!("write the status of {name}"), e)),
+            Err(e) => return Err(Error::wrap(format!("write the status of {name}"), e)),
         }
     }
-    Err(Error::new(format!(
+    Err(Error::other(format!(
         "write the status of {name}: still conflicting after {WRITE_ATTEMPTS} attempts: {}",
         last_error.unwrap_or_default()
     )))
@@ -436,11 +436,12 @@ fn status_patch(
     after: &NetworkAddonsConfigStatus,
     resource_version: Option<String>,
 ) -> Result<Value> {
-    let old = serde_json::to_value(before).context("serialize the status")?;
-    let mut new = match serde_json::to_value(after).context("serialize the status")? {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
+    let old = serde_json::to_value(before).map_err(|e| Error::wrap("serialize the status", e))?;
+    let mut new =
+        match serde_json::to_value(after).map_err(|e| Error::wrap("serialize the status", e))? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
     if let Value::Object(old) = old {
         for k in old.keys() {
             new.entry(k.clone()).or_insert(Value::Null);
