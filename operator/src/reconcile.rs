@@ -43,7 +43,7 @@ use crate::metrics;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
-use crate::status::{self, Health, Report, RolloutTracker};
+use crate::status::{self, Health, Report, Rollout, RolloutTracker};
 use crate::validate;
 
 /// The record of the last applied spec (defaults filled), upstream's name and key.
@@ -325,10 +325,14 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     let progressing = progress(ctx, &objects).await?;
     // A rollout waiting for an image that cannot be pulled is not hung: the status names the
     // image, and it goes on as soon as the image can be had (a mirror, a registry back up).
-    let tracked: Vec<(String, String)> = progressing
+    let tracked: Vec<Rollout> = progressing
         .iter()
         .filter(|p| !p.waiting_for_images)
-        .map(|p| (p.line.clone(), p.fingerprint.clone()))
+        .map(|p| Rollout {
+            object: p.object.clone(),
+            line: p.line.clone(),
+            fingerprint: p.fingerprint.clone(),
+        })
         .collect();
     let hung = ctx.rollouts.observe(&tracked, now);
     let lines: Vec<String> = progressing.into_iter().map(|p| p.line).collect();
@@ -523,6 +527,7 @@ pub fn prepare(
 
 /// A rendered DaemonSet or Deployment still rolling out.
 struct Progress {
+    object: Identity,
     /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
     /// pods cannot pull.
     line: String,
@@ -591,6 +596,7 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
             None => Vec::new(),
         };
         out.push(Progress {
+            object: id,
             line: if problems.is_empty() {
                 line
             } else {
