@@ -32,7 +32,6 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
-use tracing::Instrument;
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
@@ -177,12 +176,7 @@ async fn mark_ready_when_readable(api: Api<NetworkAddonsConfig>, metrics: Arc<me
 }
 
 async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
-    let span = tracing::info_span!(
-        "reconcile",
-        name = %nac.name_any(),
-        generation = nac.meta().generation.unwrap_or_default()
-    );
-    let result = reconcile_once(&ctx, &nac).instrument(span).await;
+    let result = reconcile_once(&ctx, &nac).await;
     ctx.metrics.count_reconcile(result.is_ok());
     if result.is_ok() {
         ctx.failures.store(0, Ordering::Relaxed);
@@ -211,6 +205,12 @@ pub fn backoff(failures: u32) -> Duration {
 
 /// One reconcile of `nac`; everything [`run`] does per event, callable from tests.
 /// Returns the requeue action, or the error after reporting it in the status and as an event.
+/// Everything it logs is in a `reconcile` span naming the object and the generation seen.
+#[tracing::instrument(
+    name = "reconcile",
+    skip_all,
+    fields(name = %nac.name_any(), generation = nac.meta().generation.unwrap_or_default())
+)]
 pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Action> {
     if nac.name_any() != CONFIG_NAME {
         return Ok(Action::await_change());
@@ -527,6 +527,7 @@ pub fn prepare(
 
 /// A rendered DaemonSet or Deployment still rolling out.
 struct Progress {
+    /// Which object: what the rollout tracker keys its clock on.
     object: Identity,
     /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
     /// pods cannot pull.
