@@ -15,12 +15,16 @@ pub enum Error {
     /// The API server refused a request, or could not be reached.
     #[error("{}", describe(.0))]
     Kube(#[from] kube::Error),
+    /// A spec, status or object that does not (de)serialise as JSON.
     #[error("{}", describe(.0))]
     Json(#[from] serde_json::Error),
+    /// A CR or spec given to `render` that is not the YAML it should be.
     #[error("{}", describe(.0))]
     YamlRead(#[from] serde_saphyr::Error),
+    /// A manifest that cannot be written as YAML.
     #[error("{}", describe(.0))]
     YamlWrite(#[from] serde_saphyr::SerializeError),
+    /// Files, stdout, the metrics socket, the runtime.
     #[error("{}", describe(.0))]
     Io(#[from] std::io::Error),
     /// A NetworkAddonsConfig the operator refuses: it fails validation, or changes what cannot
@@ -37,7 +41,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps a cause with what was being done: `Error::wrap("apply DaemonSet ns/a", e)`.
+    /// Wraps a cause with what was being done: `Error::wrap("apply DaemonSet ns/a", e)`. The
+    /// text reads `context: cause`, and the cause stays reachable as the error's source.
     pub fn wrap(context: impl Into<String>, cause: impl Into<Error>) -> Error {
         Error::Chain(context.into(), Box::new(cause.into()))
     }
@@ -136,6 +141,21 @@ mod tests {
             text,
             "read DaemonSet ns/a: the API server answered 503 (ServiceUnavailable)"
         );
+    }
+
+    #[test]
+    fn a_wrapped_error_keeps_its_cause_as_the_source() {
+        let e = Error::wrap(
+            "read ConfigMap ns/applied",
+            Error::wrap("parse", std::io::Error::other("bad")),
+        );
+        assert_eq!(e.to_string(), "read ConfigMap ns/applied: parse: bad");
+        let inner = std::error::Error::source(&e).expect("a source");
+        assert_eq!(inner.to_string(), "parse: bad");
+        let root = std::iter::successors(Some(inner), |e| e.source()).last();
+        assert!(root.is_some_and(|e| e.downcast_ref::<std::io::Error>().is_some()));
+        // describing ours does not repeat the causes its text already has
+        assert_eq!(describe(&e), e.to_string());
     }
 
     #[test]
