@@ -18,8 +18,9 @@ pub enum Error {
     /// A spec, status or object that does not (de)serialise as JSON.
     #[error("{}", describe(.0))]
     Json(#[from] serde_json::Error),
-    /// A CR or spec given to `render` that is not the YAML it should be.
-    #[error("{}", describe(.0))]
+    /// A CR or spec given to `render` that is not the YAML it should be. Only the command
+    /// line reads YAML, so the parser's several-line excerpt of the input is kept.
+    #[error("{0}")]
     YamlRead(#[from] serde_saphyr::Error),
     /// A manifest that cannot be written as YAML.
     #[error("{}", describe(.0))]
