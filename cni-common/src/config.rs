@@ -169,7 +169,7 @@ pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAdd
         None | Some("") => Ok(None),
         Some(s) => MacAddr::parse(s)
             .map(Some)
-            .map_err(|e| Error::invalid_config(format!("{field}: {}", e.msg()))),
+            .map_err(|e| Error::invalid_config(format!("{field}: {e}"))),
     }
 }
 

@@ -99,7 +99,7 @@ pub fn kind_of(object: &Value) -> Result<&'static RenderedKind> {
         .iter()
         .find(|k| k.api_version == id.api_version && k.kind == id.kind)
         .ok_or_else(|| {
-            Error::new(format!(
+            Error::other(format!(
                 "{id}: {} {} is not a kind the renderer declares",
                 id.api_version, id.kind
             ))
@@ -259,14 +259,14 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     let id = Identity::of(object);
     let kind = kind_of(object)?;
     if kind.namespaced && id.namespace.is_empty() {
-        return Err(Error::new(format!("{id}: no namespace")));
+        return Err(Error::other(format!("{id}: no namespace")));
     }
     let api = api(client, kind, &id.namespace);
     if is_create_only(object) {
         let existing = api
             .get_opt(&id.name)
             .await
-            .map_err(|e| Error::with(format!("read {id}"), e))?;
+            .map_err(|e| Error::wrap(format!("read {id}"), e))?;
         if existing.is_some() {
             return Ok(Applied::Kept);
         }
@@ -279,7 +279,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
         let existing = api
             .get_opt(&id.name)
             .await
-            .map_err(|e| Error::with(format!("read {id}"), e))?;
+            .map_err(|e| Error::wrap(format!("read {id}"), e))?;
         if existing.is_some_and(|o| !is_ours(&o)) {
             tracing::info!(object = %id, "not created by this operator; deleting it, keeping its pods, and creating it again");
             let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
@@ -290,7 +290,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     let applied = match ssa_raw(&api, object).await {
         Ok(applied) => applied,
         Err(kube::Error::Api(s)) if is_immutable_change(&s) && kind.keep => {
-            return Err(Error::new(format!(
+            return Err(Error::other(format!(
                 "apply {id}: {}; not deleting it to create it again, as that would delete everything in it",
                 s.message
             )));
@@ -305,7 +305,7 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
             ours.record(&id, &created);
             return Ok(Applied::Recreated);
         }
-        Err(e) => return Err(Error::with(format!("apply {id}"), e)),
+        Err(e) => return Err(Error::wrap(format!("apply {id}"), e)),
     };
     let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
     if replaced && !kind.keep {
@@ -330,7 +330,7 @@ async fn recreate(
     match api.delete(&id.name, params).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(e) => return Err(Error::with(format!("delete {id} to re-create it"), e)),
+        Err(e) => return Err(Error::wrap(format!("delete {id} to re-create it"), e)),
     }
     wait_gone(api, id).await?;
     ssa(api, id, object).await
@@ -344,12 +344,12 @@ async fn wait_gone(api: &Api<DynamicObject>, id: &Identity) -> Result<()> {
         let existing = api
             .get_opt(&id.name)
             .await
-            .map_err(|e| Error::with(format!("read {id} while it is deleted"), e))?;
+            .map_err(|e| Error::wrap(format!("read {id} while it is deleted"), e))?;
         if existing.is_none() {
             return Ok(());
         }
     }
-    Err(Error::new(format!(
+    Err(Error::other(format!(
         "{id}: still being deleted after {} s",
         (GONE_POLL * GONE_ATTEMPTS).as_secs()
     )))
@@ -358,7 +358,7 @@ async fn wait_gone(api: &Api<DynamicObject>, id: &Identity) -> Result<()> {
 async fn ssa(api: &Api<DynamicObject>, id: &Identity, object: &Value) -> Result<DynamicObject> {
     ssa_raw(api, object)
         .await
-        .map_err(|e| Error::with(format!("apply {id}"), e))
+        .map_err(|e| Error::wrap(format!("apply {id}"), e))
 }
 
 async fn ssa_raw(

@@ -1,68 +1,173 @@
-//! The command line's pieces that are worth testing: flag parsing and the offline `render`.
+//! The command line: `run`, `render`, `crd` and `deploy`, parsed with clap and carried out
+//! here, so `main` only sets up logging and reports the outcome.
 
-use serde::Deserialize;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
 
 use crate::defaults::{fill_defaults, random_prefix};
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
-use crate::validate;
+use crate::{crd, manifests, metrics, reconcile, validate};
 
-/// `--name value` pairs, in order; a flag without a value is an error.
-pub struct Flags(Vec<(String, String)>);
+const ENVIRONMENT: &str = "\
+run and render read their settings from the environment: OPERAND_NAMESPACE (else
+OPERATOR_NAMESPACE), OPERATOR_VERSION, PLUGINS_IMAGE, MULTUS_IMAGE, KUBEMACPOOL_IMAGE,
+MACVTAP_CNI_IMAGE, CNI_BIN_DIR, CNI_CONF_DIR, POD_NAME; deploy writes their defaults into the
+operator's Deployment. run logs to stderr at the level RUST_LOG sets (default info), connecting
+in cluster or through KUBECONFIG.";
 
-impl Flags {
-    pub fn parse(args: &[String]) -> Result<Flags> {
-        let mut out = Vec::new();
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            if !flag.starts_with('-') || flag == "-" {
-                return Err(Error::new(format!("unexpected argument {flag:?}")));
-            }
-            let (name, value) = match flag.split_once('=') {
-                Some((n, v)) => (n.to_string(), v.to_string()),
-                None => {
-                    let v = it
-                        .next()
-                        .ok_or_else(|| Error::new(format!("{flag} needs a value")))?;
-                    (flag.clone(), v.clone())
+/// Turns the secondary-network components on from one NetworkAddonsConfig.
+#[derive(Debug, Parser)]
+#[command(
+    name = "network-addons-operator",
+    version,
+    after_help = ENVIRONMENT,
+    // a flag given twice takes its last value, as an override appended to a command line should
+    args_override_self = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Reconcile the NetworkAddonsConfig named `cluster`; serve /healthz, /readyz and /metrics
+    Run {
+        /// Where the probes and metrics are served: `:PORT` (every address) or `IP:PORT`
+        #[arg(
+            long,
+            value_name = "A",
+            default_value = metrics::DEFAULT_ADDRESS,
+            value_parser = metrics::parse_address
+        )]
+        metrics_bind_address: SocketAddr,
+    },
+    /// Print every object a NetworkAddonsConfig produces, offline
+    Render {
+        /// The CR as YAML (`-` or none: stdin)
+        #[arg(short = 'f', value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// A previously applied spec (JSON or YAML) whose defaults carry over
+        #[arg(long, value_name = "F")]
+        previous: Option<PathBuf>,
+        /// The two random octets of a new kubeMacPool range (default: random)
+        #[arg(long, value_name = "XX:XX", value_parser = parse_mac_prefix)]
+        mac_prefix: Option<[u8; 2]>,
+    },
+    /// Print the CustomResourceDefinition
+    Crd,
+    /// Write the CRD, the operator's manifests and an example CR
+    Deploy {
+        /// The directory to write them to (created if missing)
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+impl Cli {
+    /// Carries out the command.
+    pub fn execute(self) -> Result<()> {
+        match self.command {
+            Command::Run {
+                metrics_bind_address,
+            } => run(Settings::from_env(), metrics_bind_address),
+            Command::Render {
+                file,
+                previous,
+                mac_prefix,
+            } => {
+                let input = match file.as_deref() {
+                    None => read_stdin()?,
+                    Some(path) if path == Path::new("-") => read_stdin()?,
+                    Some(path) => read_file(path)?,
+                };
+                let previous = previous.as_deref().map(read_file).transpose()?;
+                let out = render_cr(
+                    &input,
+                    previous.as_deref(),
+                    mac_prefix,
+                    &Settings::from_env(),
+                )?;
+                for note in &out.notes {
+                    eprintln!("note: {note}");
                 }
-            };
-            out.push((name, value));
-        }
-        Ok(Flags(out))
-    }
-
-    /// The last value given for `name`.
-    pub fn value(&self, name: &str) -> Result<Option<&str>> {
-        Ok(self
-            .0
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str()))
-    }
-
-    pub fn expect_only(&self, known: &[&str]) -> Result<()> {
-        match self.0.iter().find(|(n, _)| !known.contains(&n.as_str())) {
-            Some((n, _)) => Err(Error::new(format!("unknown flag {n}"))),
-            None => Ok(()),
+                print_out(&out.yaml)
+            }
+            Command::Crd => print_out(&manifests::to_yaml(&crd::crd())?),
+            Command::Deploy { out } => {
+                std::fs::create_dir_all(&out)
+                    .map_err(|e| Error::wrap(format!("create {}", out.display()), e))?;
+                for (name, content) in manifests::deploy_files(&Settings::defaults())? {
+                    let path = out.join(name);
+                    std::fs::write(&path, content)
+                        .map_err(|e| Error::wrap(format!("write {}", path.display()), e))?;
+                }
+                Ok(())
+            }
         }
     }
+}
 
-    pub fn expect_none(&self) -> Result<()> {
-        self.expect_only(&[])
+/// Structured logs on stderr, at the level `RUST_LOG` sets (`info` when unset or invalid).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn run(settings: Settings, address: SocketAddr) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::wrap("start the runtime", e))?;
+    runtime.block_on(async {
+        let state = std::sync::Arc::new(metrics::State::default());
+        let listener = metrics::bind(address).await?;
+        tracing::info!(%address, "serving /healthz, /readyz and /metrics");
+        tokio::spawn(metrics::serve(listener, state.clone()));
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| Error::wrap("connect to the API server", e))?;
+        reconcile::run(client, settings, state).await
+    })
+}
+
+fn read_stdin() -> Result<String> {
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| Error::wrap("read the CR from stdin", e))?;
+    Ok(s)
+}
+
+fn read_file(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::wrap(format!("read {}", path.display()), e))
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::wrap("write to stdout", e))
+        }
+        _ => Ok(()),
     }
 }
 
 /// `4a:be` → `[0x4a, 0xbe]`: the two random bytes of a generated kubeMacPool range.
 pub fn parse_mac_prefix(s: &str) -> Result<[u8; 2]> {
-    let bad = || {
-        Error::new(format!(
-            "--mac-prefix {s:?}: expected two hex octets, e.g. 4a:be"
-        ))
-    };
+    let bad = || Error::other(format!("{s:?}: expected two hex octets, e.g. 4a:be"));
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     let byte = |x: &str| {
         if x.len() == 2 {
@@ -89,17 +194,16 @@ pub fn render_cr(
     prefix: Option<[u8; 2]>,
     settings: &Settings,
 ) -> Result<RenderOutput> {
-    let cr: NetworkAddonsConfig =
-        NetworkAddonsConfig::deserialize(serde_yaml::Deserializer::from_str(cr_yaml))
-            .context("parse the NetworkAddonsConfig")?;
+    let cr: NetworkAddonsConfig = crate::yaml::from_str(cr_yaml)
+        .map_err(|e| Error::wrap("parse the NetworkAddonsConfig", e))?;
     let errors = validate::validate(&cr.spec);
     if !errors.is_empty() {
-        return Err(Error::new(validate::message(&errors)));
+        return Err(Error::InvalidConfig(validate::message(&errors)));
     }
     let prev: Option<NetworkAddonsConfigSpec> = match previous {
         Some(text) => Some(
-            NetworkAddonsConfigSpec::deserialize(serde_yaml::Deserializer::from_str(text))
-                .context("parse the previously applied spec")?,
+            crate::yaml::from_str(text)
+                .map_err(|e| Error::wrap("parse the previously applied spec", e))?,
         ),
         None => None,
     };
@@ -111,7 +215,7 @@ pub fn render_cr(
     if let Some(prev) = &prev {
         let unsafe_changes = crate::defaults::check_change_safe(prev, &applied);
         if !unsafe_changes.is_empty() {
-            return Err(Error::new(unsafe_changes.join("\n")));
+            return Err(Error::InvalidConfig(unsafe_changes.join("\n")));
         }
     }
     let yaml = render::to_yaml(&render::render(&applied, settings)?)?;
@@ -122,4 +226,85 @@ pub fn render_cr(
         .map(|n| format!("{}: {}", n.component, n.reason))
         .collect();
     Ok(RenderOutput { yaml, notes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("network-addons-operator").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_serves_on_port_8080_of_every_address_by_default() {
+        let Ok(Cli {
+            command: Command::Run {
+                metrics_bind_address,
+            },
+        }) = parse(&["run"])
+        else {
+            panic!("run parses");
+        };
+        assert_eq!(metrics_bind_address.to_string(), "0.0.0.0:8080");
+    }
+
+    #[test]
+    fn a_flag_takes_its_value_after_a_space_or_an_equals_sign_and_the_last_one_wins() {
+        for args in [
+            &["run", "--metrics-bind-address", "127.0.0.1:9"][..],
+            &["run", "--metrics-bind-address=127.0.0.1:9"],
+            &[
+                "run",
+                "--metrics-bind-address",
+                ":1",
+                "--metrics-bind-address",
+                "127.0.0.1:9",
+            ],
+        ] {
+            let Ok(Cli {
+                command: Command::Run {
+                    metrics_bind_address,
+                },
+            }) = parse(args)
+            else {
+                panic!("{args:?} parses");
+            };
+            assert_eq!(metrics_bind_address.to_string(), "127.0.0.1:9", "{args:?}");
+        }
+    }
+
+    #[test]
+    fn render_reads_stdin_when_told_dash() {
+        let Ok(Cli {
+            command: Command::Render {
+                file, mac_prefix, ..
+            },
+        }) = parse(&["render", "-f", "-", "--mac-prefix", "4a:BE"])
+        else {
+            panic!("render parses");
+        };
+        assert_eq!(file, Some(PathBuf::from("-")));
+        assert_eq!(mac_prefix, Some([0x4a, 0xbe]));
+    }
+
+    #[test]
+    fn malformed_values_unknown_flags_and_a_missing_out_are_refused() {
+        for args in [
+            &["render", "--mac-prefix", "4a"][..],
+            &["render", "--mac-prefix", "4a:bee"],
+            &["run", "--metrics-bind-address", "localhost"],
+            &["crd", "--out", "x"],
+            &["deploy"],
+            &["serve"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} accepted");
+        }
+    }
 }

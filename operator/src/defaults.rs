@@ -87,9 +87,9 @@ pub fn random_mac_range(prefix: [u8; 2]) -> (String, String) {
 
 /// Two random bytes from the kernel.
 pub fn random_prefix() -> [u8; 2] {
-    match cni_common::mac::MacAddr::random_local() {
+    match net_types::MacAddr::random_local() {
         Ok(mac) => [mac.octets()[1], mac.octets()[2]],
-        // getrandom cannot fail on any kernel this runs on; a fixed prefix is still a valid range.
+        // /dev/urandom is readable on any node this runs on; a fixed prefix is still a valid range.
         Err(_) => [0x4a, 0xbe],
     }
 }
@@ -130,7 +130,7 @@ pub fn fill_defaults(
     }
 
     if let Some(pool) = &mut out.kube_mac_pool {
-        if let Ok(end) = cni_common::mac::MacAddr::parse(&pool.range_end) {
+        if let Ok(end) = net_types::MacAddr::parse(&pool.range_end) {
             if end.is_multicast() {
                 pool.range_end = mac_from_number(last_unicast_at_or_below(mac_number(&end)));
             }

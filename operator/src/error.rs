@@ -1,49 +1,55 @@
-//! The operator's one error type: what failed, with the cause's text, one line a human reads.
+//! The operator's error: what was being done, and the cause that stopped it, as a chain.
 //!
-//! The text of a cause is what ends up in the NetworkAddonsConfig's conditions and events, so a
+//! The text of an error is what ends up in the NetworkAddonsConfig's conditions and events, so
+//! it reads on one line with its causes (`apply DaemonSet ns/a: <the server's message>`), and a
 //! Kubernetes API error is described by the server's own message (which names the object and
 //! the field), not by the client library's debug dump of the whole `Status`.
 
-use std::fmt;
-
-#[derive(Debug)]
-pub struct Error {
-    context: String,
-}
-
 pub type Result<T> = std::result::Result<T, Error>;
 
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// What was being done when the inner error happened; built by [`Error::wrap`].
+    #[error("{0}: {1}")]
+    Chain(String, #[source] Box<Error>),
+    /// The API server refused a request, or could not be reached.
+    #[error("{}", describe(.0))]
+    Kube(#[from] kube::Error),
+    /// A spec, status or object that does not (de)serialise as JSON.
+    #[error("{}", describe(.0))]
+    Json(#[from] serde_json::Error),
+    /// A CR or spec given to `render` that is not the YAML it should be. Only the command
+    /// line reads YAML, so the parser's several-line excerpt of the input is kept.
+    #[error("{0}")]
+    YamlRead(#[from] serde_saphyr::Error),
+    /// A manifest that cannot be written as YAML.
+    #[error("{}", describe(.0))]
+    YamlWrite(#[from] serde_saphyr::SerializeError),
+    /// Files, stdout, the metrics socket, the runtime.
+    #[error("{}", describe(.0))]
+    Io(#[from] std::io::Error),
+    /// A NetworkAddonsConfig the operator refuses: it fails validation, or changes what cannot
+    /// be changed in place.
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// A reconcile that reported `reason` (and `message`) as Degraded.
+    #[error("{reason}: {message}")]
+    NotApplied { reason: String, message: String },
+    /// Anything else the operator finds wrong: an object without a namespace, a rollout that
+    /// never finished deleting.
+    #[error("{0}")]
+    Other(String),
+}
+
 impl Error {
-    pub fn new(context: impl Into<String>) -> Error {
-        Error {
-            context: context.into(),
-        }
+    /// Wraps a cause with what was being done: `Error::wrap("apply DaemonSet ns/a", e)`. The
+    /// text reads `context: cause`, and the cause stays reachable as the error's source.
+    pub fn wrap(context: impl Into<String>, cause: impl Into<Error>) -> Error {
+        Error::Chain(context.into(), Box::new(cause.into()))
     }
 
-    /// Wraps a cause with what was being done: `Error::with("apply DaemonSet multus", e)`.
-    pub fn with(context: impl fmt::Display, cause: impl std::error::Error + 'static) -> Error {
-        Error {
-            context: format!("{context}: {}", describe(&cause)),
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.context)
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// Adds context to any error: `op().context("read the applied ConfigMap")?`.
-pub trait Context<T> {
-    fn context(self, what: impl fmt::Display) -> Result<T>;
-}
-
-impl<T, E: std::error::Error + 'static> Context<T> for std::result::Result<T, E> {
-    fn context(self, what: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| Error::with(what, e))
+    pub fn other(message: impl Into<String>) -> Error {
+        Error::Other(message.into())
     }
 }
 
@@ -51,6 +57,10 @@ impl<T, E: std::error::Error + 'static> Context<T> for std::result::Result<T, E>
 /// invalid: spec.ports[0].protocol: Required value`), or its reason and code when it sent no
 /// message; for any other error, its text and those of its causes, each once.
 pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    // Ours already carries its causes' text.
+    if let Some(ours) = e.downcast_ref::<Error>() {
+        return one_line(&ours.to_string());
+    }
     if let Some(kube::Error::Api(status)) = e.downcast_ref::<kube::Error>() {
         return api_message(status);
     }
@@ -107,7 +117,7 @@ mod tests {
             "InternalError",
             "failed to create typed patch object: .spec.ports: element 0: associative list with keys has an element that omits key field \"protocol\"",
         );
-        let text = Error::with(
+        let text = Error::wrap(
             "apply Service cluster-network-addons/kubemacpool-service",
             e,
         )
@@ -123,7 +133,7 @@ mod tests {
 
     #[test]
     fn an_api_error_without_a_message_names_its_code_and_reason() {
-        let text = Error::with(
+        let text = Error::wrap(
             "read DaemonSet ns/a",
             api_error(503, "ServiceUnavailable", ""),
         )
@@ -135,11 +145,26 @@ mod tests {
     }
 
     #[test]
+    fn a_wrapped_error_keeps_its_cause_as_the_source() {
+        let e = Error::wrap(
+            "read ConfigMap ns/applied",
+            Error::wrap("parse", std::io::Error::other("bad")),
+        );
+        assert_eq!(e.to_string(), "read ConfigMap ns/applied: parse: bad");
+        let inner = std::error::Error::source(&e).expect("a source");
+        assert_eq!(inner.to_string(), "parse: bad");
+        let root = std::iter::successors(Some(inner), |e| e.source()).last();
+        assert!(root.is_some_and(|e| e.downcast_ref::<std::io::Error>().is_some()));
+        // describing ours does not repeat the causes its text already has
+        assert_eq!(describe(&e), e.to_string());
+    }
+
+    #[test]
     fn other_errors_read_as_their_text_and_causes_on_one_line() {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection\nrefused");
-        let text = Error::with("connect", io).to_string();
+        let text = Error::wrap("connect", io).to_string();
         assert_eq!(text, "connect: connection refused");
-        let json = serde_json::from_str::<u8>("x").map_err(|e| Error::with("parse", e));
+        let json = serde_json::from_str::<u8>("x").map_err(|e| Error::wrap("parse", e));
         assert!(json.is_err_and(|e| !e.to_string().contains('\n')));
     }
 }

@@ -23,3 +23,4 @@ pub mod settings;
 pub mod spec;
 pub mod status;
 pub mod validate;
+pub mod yaml;

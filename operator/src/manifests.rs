@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use crate::defaults::fill_defaults;
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::labels;
 use crate::render::{render, RENDERED_KINDS};
 use crate::settings::{EnvValue, Settings};
@@ -68,7 +68,7 @@ pub fn deploy_files(settings: &Settings) -> Result<Vec<(&'static str, String)>> 
 }
 
 pub fn to_yaml<T: Serialize>(value: &T) -> Result<String> {
-    serde_yaml::to_string(value).context("serialise a manifest as YAML")
+    crate::yaml::to_string(value).map_err(|e| Error::wrap("serialise a manifest as YAML", e))
 }
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
@@ -164,8 +164,8 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
     }
     for r in render(&every_component(), settings)? {
         if r.object["kind"] == "ClusterRole" {
-            let role: ClusterRole =
-                serde_json::from_value(r.object).context("read a rendered ClusterRole")?;
+            let role: ClusterRole = serde_json::from_value(r.object)
+                .map_err(|e| Error::wrap("read a rendered ClusterRole", e))?;
             for granted in role.rules.unwrap_or_default() {
                 if !rules.contains(&granted) {
                     rules.push(granted);

@@ -20,7 +20,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 
 /// The default address of the endpoint: every interface (the kubelet probes the pod's IP).
 pub const DEFAULT_ADDRESS: &str = ":8080";
@@ -117,7 +117,7 @@ pub fn parse_address(s: &str) -> Result<SocketAddr> {
         None => s.to_string(),
     };
     full.parse().map_err(|_| {
-        Error::new(format!(
+        Error::other(format!(
             "{s:?} is not an address (e.g. :8080 or 127.0.0.1:8080)"
         ))
     })
@@ -127,7 +127,7 @@ pub fn parse_address(s: &str) -> Result<SocketAddr> {
 pub async fn bind(address: SocketAddr) -> Result<TcpListener> {
     TcpListener::bind(address)
         .await
-        .context(format!("listen on {address} for probes and metrics"))
+        .map_err(|e| Error::wrap(format!("listen on {address} for probes and metrics"), e))
 }
 
 /// Serves the endpoint on `listener` until the task is dropped.

@@ -32,18 +32,17 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
-use tracing::Instrument;
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
-use crate::error::{describe, Context, Error, Result};
+use crate::error::{describe, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
 use crate::metrics;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
-use crate::status::{self, Health, Report, RolloutTracker};
+use crate::status::{self, Health, Report, Rollout, RolloutTracker};
 use crate::validate;
 
 /// The record of the last applied spec (defaults filled), upstream's name and key.
@@ -177,12 +176,7 @@ async fn mark_ready_when_readable(api: Api<NetworkAddonsConfig>, metrics: Arc<me
 }
 
 async fn reconcile(nac: Arc<NetworkAddonsConfig>, ctx: Arc<Ctx>) -> Result<Action> {
-    let span = tracing::info_span!(
-        "reconcile",
-        name = %nac.name_any(),
-        generation = nac.meta().generation.unwrap_or_default()
-    );
-    let result = reconcile_once(&ctx, &nac).instrument(span).await;
+    let result = reconcile_once(&ctx, &nac).await;
     ctx.metrics.count_reconcile(result.is_ok());
     if result.is_ok() {
         ctx.failures.store(0, Ordering::Relaxed);
@@ -211,6 +205,12 @@ pub fn backoff(failures: u32) -> Duration {
 
 /// One reconcile of `nac`; everything [`run`] does per event, callable from tests.
 /// Returns the requeue action, or the error after reporting it in the status and as an event.
+/// Everything it logs is in a `reconcile` span naming the object and the generation seen.
+#[tracing::instrument(
+    name = "reconcile",
+    skip_all,
+    fields(name = %nac.name_any(), generation = nac.meta().generation.unwrap_or_default())
+)]
 pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Action> {
     if nac.name_any() != CONFIG_NAME {
         return Ok(Action::await_change());
@@ -261,7 +261,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     }
 
     let Some(owner) = owner_reference(nac) else {
-        return Err(Error::new(format!(
+        return Err(Error::other(format!(
             "NetworkAddonsConfig {CONFIG_NAME} has no uid to own its objects"
         )));
     };
@@ -325,10 +325,14 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     let progressing = progress(ctx, &objects).await?;
     // A rollout waiting for an image that cannot be pulled is not hung: the status names the
     // image, and it goes on as soon as the image can be had (a mirror, a registry back up).
-    let tracked: Vec<(String, String)> = progressing
+    let tracked: Vec<Rollout> = progressing
         .iter()
         .filter(|p| !p.waiting_for_images)
-        .map(|p| (p.line.clone(), p.fingerprint.clone()))
+        .map(|p| Rollout {
+            object: p.object.clone(),
+            line: p.line.clone(),
+            fingerprint: p.fingerprint.clone(),
+        })
         .collect();
     let hung = ctx.rollouts.observe(&tracked, now);
     let lines: Vec<String> = progressing.into_iter().map(|p| p.line).collect();
@@ -427,7 +431,10 @@ async fn fail(
     if news {
         ctx.events.failed(nac, reason, &message, now).await;
     }
-    Err(Error::new(format!("{reason}: {message}")))
+    Err(Error::NotApplied {
+        reason: reason.to_string(),
+        message,
+    })
 }
 
 /// The previously applied spec, if any.
@@ -437,14 +444,18 @@ pub async fn read_applied(ctx: &Ctx) -> Result<Option<NetworkAddonsConfigSpec>> 
         "read ConfigMap {}/{APPLIED_CONFIGMAP}",
         ctx.settings.namespace
     );
-    let Some(cm) = api.get_opt(APPLIED_CONFIGMAP).await.context(&what)? else {
+    let Some(cm) = api
+        .get_opt(APPLIED_CONFIGMAP)
+        .await
+        .map_err(|e| Error::wrap(&what, e))?
+    else {
         return Ok(None);
     };
     let Some(text) = cm.data.as_ref().and_then(|d| d.get(APPLIED_KEY)) else {
         return Ok(None);
     };
     serde_json::from_str(text)
-        .context(format!("{what}: key {APPLIED_KEY} is not a spec"))
+        .map_err(|e| Error::wrap(format!("{what}: key {APPLIED_KEY} is not a spec"), e))
         .map(Some)
 }
 
@@ -454,7 +465,8 @@ pub fn applied_configmap(
     settings: &Settings,
     owner: &OwnerReference,
 ) -> Result<Value> {
-    let text = serde_json::to_string(applied).context("serialize the applied spec")?;
+    let text =
+        serde_json::to_string(applied).map_err(|e| Error::wrap("serialize the applied spec", e))?;
     Ok(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -481,10 +493,15 @@ async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
     )
     .await
     .map(|_| ())
-    .context(format!(
-        "write ConfigMap {}/{APPLIED_CONFIGMAP}",
-        ctx.settings.namespace
-    ))
+    .map_err(|e| {
+        Error::wrap(
+            format!(
+                "write ConfigMap {}/{APPLIED_CONFIGMAP}",
+                ctx.settings.namespace
+            ),
+            e,
+        )
+    })
 }
 
 /// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
@@ -510,6 +527,8 @@ pub fn prepare(
 
 /// A rendered DaemonSet or Deployment still rolling out.
 struct Progress {
+    /// Which object: what the rollout tracker keys its clock on.
+    object: Identity,
     /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
     /// pods cannot pull.
     line: String,
@@ -530,7 +549,11 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
         let (line, fingerprint, selector) = match id.kind.as_str() {
             "DaemonSet" => {
                 let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &id.namespace);
-                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                match api
+                    .get_opt(&id.name)
+                    .await
+                    .map_err(|e| Error::wrap(format!("read {id}"), e))?
+                {
                     Some(ds) => match status::daemonset_progress(&ds) {
                         Some(line) => (
                             line,
@@ -544,7 +567,11 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
             }
             "Deployment" => {
                 let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &id.namespace);
-                match api.get_opt(&id.name).await.context(format!("read {id}"))? {
+                match api
+                    .get_opt(&id.name)
+                    .await
+                    .map_err(|e| Error::wrap(format!("read {id}"), e))?
+                {
                     Some(d) => match status::deployment_progress(&d) {
                         Some(line) => (
                             line,
@@ -564,12 +591,13 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
                 let list = pods
                     .list(&ListParams::default().labels(&labels))
                     .await
-                    .context(format!("list the pods of {id}"))?;
+                    .map_err(|e| Error::wrap(format!("list the pods of {id}"), e))?;
                 status::image_pull_problems(&list.items)
             }
             None => Vec::new(),
         };
         out.push(Progress {
+            object: id,
             line: if problems.is_empty() {
                 line
             } else {

@@ -18,7 +18,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Context, Error, Result};
+use crate::apply::Identity;
+use crate::error::{Error, Result};
 use crate::spec::{
     Condition, ContainerImage, NetworkAddonsConfig, NetworkAddonsConfigStatus, NotDeployed,
 };
@@ -318,34 +319,45 @@ pub fn containers(objects: &[Value]) -> Vec<ContainerImage> {
     out
 }
 
+/// A progressing object as the tracker sees it.
+#[derive(Clone, Debug)]
+pub struct Rollout {
+    /// Which object: the tracker's key, so rewording `line` never restarts its clock.
+    pub object: Identity,
+    /// What the status says about it.
+    pub line: String,
+    /// Changes whenever the object's status or generation does.
+    pub fingerprint: String,
+}
+
 /// When each progressing object's status last changed, kept between reconciles.
 #[derive(Default)]
 pub struct RolloutTracker {
-    seen: Mutex<HashMap<String, (String, Timestamp)>>,
+    seen: Mutex<HashMap<Identity, (String, Timestamp)>>,
 }
 
 impl RolloutTracker {
-    /// Records this reconcile's progressing objects, each as `(line, fingerprint)` where the
-    /// fingerprint changes whenever the object's status or generation does, and returns the
-    /// lines of those unchanged for [`PROGRESS_TIMEOUT`]. Objects no longer progressing are
+    /// Records this reconcile's progressing objects and returns the lines of those whose
+    /// fingerprint has not changed for [`PROGRESS_TIMEOUT`]. Objects no longer progressing are
     /// forgotten.
-    pub fn observe(&self, progressing: &[(String, String)], now: Timestamp) -> Vec<String> {
+    pub fn observe(&self, progressing: &[Rollout], now: Timestamp) -> Vec<String> {
         let mut seen = match self.seen.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         };
-        seen.retain(|line, _| progressing.iter().any(|(l, _)| key(l) == *line));
+        seen.retain(|object, _| progressing.iter().any(|r| r.object == *object));
         let mut hung = Vec::new();
-        for (line, fingerprint) in progressing {
+        for rollout in progressing {
             let entry = seen
-                .entry(key(line))
-                .or_insert_with(|| (fingerprint.clone(), now));
-            if entry.0 != *fingerprint {
-                *entry = (fingerprint.clone(), now);
+                .entry(rollout.object.clone())
+                .or_insert_with(|| (rollout.fingerprint.clone(), now));
+            if entry.0 != rollout.fingerprint {
+                *entry = (rollout.fingerprint.clone(), now);
             }
             if now.duration_since(entry.1) >= PROGRESS_TIMEOUT {
                 hung.push(format!(
-                    "{line}; its status has not changed for {} minutes",
+                    "{}; its status has not changed for {} minutes",
+                    rollout.line,
                     now.duration_since(entry.1).as_mins()
                 ));
             }
@@ -358,15 +370,6 @@ impl RolloutTracker {
             Ok(mut s) => s.clear(),
             Err(poisoned) => poisoned.into_inner().clear(),
         }
-    }
-}
-
-/// The object a progress line is about (`DaemonSet "ns/name"`), so a line whose wording
-/// changes still counts as the same object.
-fn key(line: &str) -> String {
-    match line.match_indices('"').nth(1) {
-        Some((i, _)) => line[..=i].to_string(),
-        None => line.to_string(),
     }
 }
 
@@ -397,7 +400,7 @@ pub async fn write(
         let current = api
             .get(name)
             .await
-            .context(format!("read NetworkAddonsConfig {name}"))?;
+            .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {name}"), e))?;
         let before = current.status.clone().unwrap_or_default();
         let after = next(&before);
         if same_ignoring_heartbeat(&before, &after) {
@@ -420,10 +423,10 @@ pub async fn write(
                 })
             }
             Err(kube::Error::Api(s)) if s.code == 409 => last_error = Some(s.message.clone()),
-            Err(e) => return Err(Error::with(format!("write the status of {name}"), e)),
+            Err(e) => return Err(Error::wrap(format!("write the status of {name}"), e)),
         }
     }
-    Err(Error::new(format!(
+    Err(Error::other(format!(
         "write the status of {name}: still conflicting after {WRITE_ATTEMPTS} attempts: {}",
         last_error.unwrap_or_default()
     )))
@@ -436,11 +439,12 @@ fn status_patch(
     after: &NetworkAddonsConfigStatus,
     resource_version: Option<String>,
 ) -> Result<Value> {
-    let old = serde_json::to_value(before).context("serialize the status")?;
-    let mut new = match serde_json::to_value(after).context("serialize the status")? {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
+    let old = serde_json::to_value(before).map_err(|e| Error::wrap("serialize the status", e))?;
+    let mut new =
+        match serde_json::to_value(after).map_err(|e| Error::wrap("serialize the status", e))? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
     if let Value::Object(old) = old {
         for k in old.keys() {
             new.entry(k.clone()).or_insert(Value::Null);
@@ -708,12 +712,29 @@ mod tests {
         );
     }
 
+    fn daemonset(namespace: &str, name: &str) -> Identity {
+        Identity {
+            api_version: "apps/v1".to_string(),
+            kind: "DaemonSet".to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    fn rollout(object: &Identity, line: &str, fingerprint: &str) -> Rollout {
+        Rollout {
+            object: object.clone(),
+            line: line.to_string(),
+            fingerprint: fingerprint.to_string(),
+        }
+    }
+
     #[test]
     fn a_rollout_is_hung_after_ten_unchanged_minutes_and_a_change_restarts_the_clock() {
         let tracker = RolloutTracker::default();
+        let a = daemonset("ns", "a");
         let line = "DaemonSet \"ns/a\" is not available (awaiting 1 nodes)".to_string();
-        let obs =
-            |fp: &str, secs: i64| tracker.observe(&[(line.clone(), fp.to_string())], at(secs));
+        let obs = |fp: &str, secs: i64| tracker.observe(&[rollout(&a, &line, fp)], at(secs));
         assert!(obs("s1", 0).is_empty());
         assert!(obs("s1", 9 * 60).is_empty());
         assert!(obs("s2", 9 * 60 + 30).is_empty());
@@ -724,6 +745,39 @@ mod tests {
         // no longer progressing: forgotten, so a new rollout gets its full ten minutes
         assert!(tracker.observe(&[], at(21 * 60)).is_empty());
         assert!(obs("s2", 22 * 60).is_empty());
+    }
+
+    #[test]
+    fn a_rollout_is_tracked_by_its_object_whatever_its_line_says() {
+        let tracker = RolloutTracker::default();
+        let a = daemonset("ns", "a");
+        // the line a missing DaemonSet gets names it without quotes
+        let missing = "DaemonSet ns/a is missing";
+        assert!(tracker
+            .observe(&[rollout(&a, missing, "")], at(0))
+            .is_empty());
+        let reworded = "DaemonSet ns/a is still missing";
+        let hung = tracker.observe(&[rollout(&a, reworded, "")], at(10 * 60));
+        assert_eq!(
+            hung,
+            [format!(
+                "{reworded}; its status has not changed for 10 minutes"
+            )]
+        );
+    }
+
+    #[test]
+    fn two_objects_whose_lines_read_the_same_keep_their_own_clocks() {
+        let tracker = RolloutTracker::default();
+        let (a, b) = (daemonset("ns", "a"), daemonset("other", "a"));
+        let line = "a rollout line naming neither";
+        assert!(tracker
+            .observe(&[rollout(&a, line, "s1")], at(0))
+            .is_empty());
+        let both = [rollout(&a, line, "s1"), rollout(&b, line, "s1")];
+        assert!(tracker.observe(&both, at(5 * 60)).is_empty());
+        // a has been unchanged for ten minutes, b only for five
+        assert_eq!(tracker.observe(&both, at(10 * 60)).len(), 1);
     }
 
     #[test]

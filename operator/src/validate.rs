@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cni_common::mac::MacAddr;
+use net_types::MacAddr;
 
 use crate::duration::parse_go_duration;
 use crate::spec::{KubeMacPool, NetworkAddonsConfigSpec, SelfSignConfiguration};

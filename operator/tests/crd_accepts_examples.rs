@@ -87,7 +87,7 @@ fn no_field_of_the_documented_examples_is_pruned_by_the_crd() {
         let spec_schema = schema.properties.as_ref().unwrap().get("spec").unwrap();
         for file in examples() {
             let doc: Value =
-                serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+                serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
             let mut out = Vec::new();
             undeclared(&doc["spec"], spec_schema, "spec", &mut out);
             for p in out {
@@ -102,9 +102,9 @@ fn no_field_of_the_documented_examples_is_pruned_by_the_crd() {
 fn the_operator_reads_every_field_of_the_documented_examples() {
     for file in examples() {
         let text = std::fs::read_to_string(&file).unwrap();
-        let doc: Value = serde_yaml::from_str(&text).unwrap();
+        let doc: Value = serde_saphyr::from_str(&text).unwrap();
         let cr: NetworkAddonsConfig =
-            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let back = serde_json::to_value(&cr.spec).unwrap();
         assert_eq!(
             back,

@@ -6,7 +6,7 @@ use network_addons_operator::defaults::*;
 use network_addons_operator::spec::NetworkAddonsConfigSpec;
 
 fn spec(yaml: &str) -> NetworkAddonsConfigSpec {
-    serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
+    serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
 }
 
 #[test]

@@ -33,7 +33,7 @@ fn the_crd_fits_in_the_annotation_kubectl_apply_writes() {
         .find(|(n, _)| *n == "network-addons-config.crd.yaml")
         .expect("crd file");
     // kubectl apply (client side) stores the object as JSON in an annotation of at most 256 KiB.
-    let as_json: serde_json::Value = serde_yaml::from_str(&crd.1).expect("yaml");
+    let as_json: serde_json::Value = serde_saphyr::from_str(&crd.1).expect("yaml");
     let size = serde_json::to_string(&as_json).expect("json").len();
     assert!(size < 256 * 1024, "CRD is {size} bytes as JSON");
 }
@@ -46,7 +46,7 @@ fn the_example_cr_is_valid_and_reconciled() {
         .find(|(n, _)| *n == "network-addons-config-example.cr.yaml")
         .expect("example file");
     let cr: network_addons_operator::spec::NetworkAddonsConfig =
-        serde_yaml::from_str(example).expect("parse");
+        serde_saphyr::from_str(example).expect("parse");
     assert_eq!(cr.metadata.name.as_deref(), Some("cluster"));
     assert!(network_addons_operator::validate::validate(&cr.spec).is_empty());
 }
@@ -60,7 +60,7 @@ fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
         .expect("operator.yaml");
     let role: k8s_openapi::api::rbac::v1::ClusterRole = operator
         .split("---\n")
-        .map(|d| serde_yaml::from_str::<serde_json::Value>(d).expect("yaml"))
+        .map(|d| serde_saphyr::from_str::<serde_json::Value>(d).expect("yaml"))
         .find(|d| d["kind"] == "ClusterRole")
         .map(|d| serde_json::from_value(d).expect("ClusterRole"))
         .expect("a ClusterRole");
@@ -93,7 +93,7 @@ fn the_operator_holds_every_permission_its_rendered_roles_grant_without_escalate
             .all(|r| !r.verbs.iter().any(|v| v == "escalate" || v == "bind")),
         "escalate or bind in {rules:?}"
     );
-    let spec: network_addons_operator::spec::NetworkAddonsConfigSpec = serde_yaml::from_str(
+    let spec: network_addons_operator::spec::NetworkAddonsConfigSpec = serde_saphyr::from_str(
         "{multus: {}, linuxBridge: {}, kubeMacPool: {}, ovs: {}, macvtap: {}}",
     )
     .expect("spec");
@@ -158,7 +158,7 @@ fn the_operator_is_probed_on_its_metrics_port_and_knows_its_pod_from_the_downwar
         .expect("operator.yaml");
     let deployment: serde_json::Value = operator
         .split("---\n")
-        .map(|d| serde_yaml::from_str::<serde_json::Value>(d).expect("yaml"))
+        .map(|d| serde_saphyr::from_str::<serde_json::Value>(d).expect("yaml"))
         .find(|d| d["kind"] == "Deployment")
         .expect("a Deployment");
     let c = &deployment["spec"]["template"]["spec"]["containers"][0];

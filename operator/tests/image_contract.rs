@@ -31,7 +31,7 @@ fn commands_of(object: &Value, image: &str) -> Vec<Vec<String>> {
 fn every_installer_command_rendered_parses_with_the_installer() {
     let settings = Settings::defaults();
     let cr: NetworkAddonsConfig =
-        serde_yaml::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
+        serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let mut checked = 0;
     for r in render(&applied, &settings).unwrap() {
@@ -50,7 +50,7 @@ fn every_installer_command_rendered_parses_with_the_installer() {
 fn every_readiness_probe_rendered_parses_with_the_installer() {
     let settings = Settings::defaults();
     let cr: NetworkAddonsConfig =
-        serde_yaml::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
+        serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let mut probes = 0;
     for r in render(&applied, &settings).unwrap() {
@@ -78,7 +78,7 @@ fn the_operator_deployment_runs_the_binary_the_containerfile_copies() {
     let (_, operator) = files.iter().find(|(n, _)| *n == "operator.yaml").unwrap();
     let deployment: Value = operator
         .split("---\n")
-        .map(|d| serde_yaml::from_str::<Value>(d).unwrap())
+        .map(|d| serde_saphyr::from_str::<Value>(d).unwrap())
         .find(|d| d["kind"] == "Deployment")
         .unwrap();
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];

@@ -37,7 +37,7 @@ async fn one_reconcile_against_a_real_api_server() {
 
     install_crd(&client).await;
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
-    let spec: NetworkAddonsConfigSpec = serde_yaml::from_str("linuxBridge: {}\n").unwrap();
+    let spec: NetworkAddonsConfigSpec = serde_saphyr::from_str("linuxBridge: {}\n").unwrap();
     let nac = NetworkAddonsConfig::new("cluster", spec);
     let nac = configs
         .patch(

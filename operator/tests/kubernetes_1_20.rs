@@ -45,7 +45,8 @@ fn owner() -> OwnerReference {
 
 /// What a reconcile of the example in `path` applies, as it applies it.
 fn applied_objects(path: &Path) -> Vec<Value> {
-    let cr: NetworkAddonsConfig = serde_yaml::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let cr: NetworkAddonsConfig =
+        serde_saphyr::from_str(&fs::read_to_string(path).unwrap()).unwrap();
     let settings = Settings::defaults();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let rendered = render(&applied, &settings).unwrap();
@@ -143,7 +144,7 @@ fn everything_in_deploy_is_one_kubernetes_1_20_accepts() {
             continue; // a NetworkAddonsConfig: the CRD's schema is checked in crd_structural
         }
         for doc in text.split("\n---\n") {
-            let object: Value = serde_yaml::from_str(doc).unwrap();
+            let object: Value = serde_saphyr::from_str(doc).unwrap();
             if object.is_null() {
                 continue;
             }

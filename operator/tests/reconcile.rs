@@ -75,7 +75,7 @@ impl Harness {
     }
 
     async fn create(&self, name: &str, spec_yaml: &str) -> NetworkAddonsConfig {
-        let spec: NetworkAddonsConfigSpec = serde_yaml::from_str(spec_yaml).unwrap();
+        let spec: NetworkAddonsConfigSpec = serde_saphyr::from_str(spec_yaml).unwrap();
         let nac = NetworkAddonsConfig::new(name, spec);
         self.configs()
             .create(&PostParams::default(), &nac)

@@ -33,7 +33,7 @@ fn applied_examples() -> Vec<(String, NetworkAddonsConfigSpec)> {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .map(|p| {
             let cr: NetworkAddonsConfig =
-                serde_yaml::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+                serde_saphyr::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
             (name, fill_defaults(&cr.spec, None, [0x4a, 0xbe]))
         })

@@ -7,7 +7,7 @@ use network_addons_operator::spec::NetworkAddonsConfigSpec;
 use network_addons_operator::validate::{message, validate};
 
 fn spec(yaml: &str) -> NetworkAddonsConfigSpec {
-    serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
+    serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
 }
 
 /// (rule, spec, None when accepted / Some(part of the error) when refused)

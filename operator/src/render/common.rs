@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::Rendered;
 use crate::defaults::{default_infra_placement, default_workloads_placement, DEFAULT_PULL_POLICY};
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::labels;
 use crate::settings::Settings;
 use crate::spec::{Component, NetworkAddonsConfigSpec, Placement};
@@ -352,7 +352,8 @@ pub fn cluster_role_binding(
 pub fn to_rendered<T: Serialize>(component: Option<Component>, object: &T) -> Result<Rendered> {
     Ok(Rendered {
         component,
-        object: serde_json::to_value(object).context("serialise a rendered object")?,
+        object: serde_json::to_value(object)
+            .map_err(|e| Error::wrap("serialise a rendered object", e))?,
     })
 }
 

@@ -240,7 +240,7 @@ fn mac_controller(ctx: &Ctx) -> Result<Deployment> {
         .kube_mac_pool
         .as_ref()
         .filter(|p| !p.range_start.is_empty() && !p.range_end.is_empty())
-        .ok_or_else(|| Error::new("kubeMacPool has no MAC range: fill the defaults first"))?;
+        .ok_or_else(|| Error::other("kubeMacPool has no MAC range: fill the defaults first"))?;
     let manager = Container {
         command: Some(common::strings(&["/manager"])),
         args: Some(common::strings(&["--v=production", "--wait-time=300"])),

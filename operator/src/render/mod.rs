@@ -16,7 +16,7 @@ pub mod ovs;
 
 use serde_json::Value;
 
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::spec::{Component, NetworkAddonsConfigSpec};
 
@@ -118,7 +118,10 @@ pub fn to_yaml(objects: &[Rendered]) -> Result<String> {
     let mut out = String::new();
     for r in objects {
         out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(&r.object).context("serialise an object as YAML")?);
+        out.push_str(
+            &crate::yaml::to_string(&r.object)
+                .map_err(|e| Error::wrap("serialise an object as YAML", e))?,
+        );
     }
     Ok(out)
 }

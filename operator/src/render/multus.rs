@@ -27,7 +27,7 @@ use serde_json::json;
 
 use super::common::{self, Ctx};
 use super::Rendered;
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::spec::Component;
 
 pub const NAD_CRD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
@@ -167,7 +167,8 @@ fn daemon_config(ctx: &Ctx) -> Result<ConfigMap> {
         "multusConfigFile": "auto",
         "socketDir": "/host/run/multus/",
     });
-    let text = serde_json::to_string_pretty(&config).context("serialise the multus config")?;
+    let text = serde_json::to_string_pretty(&config)
+        .map_err(|e| Error::wrap("serialise the multus config", e))?;
     Ok(ConfigMap {
         metadata: common::meta(ctx, DAEMON_CONFIG, Some(COMPONENT)),
         data: Some(BTreeMap::from([(

@@ -391,7 +391,7 @@ fn restore(nl: &Netlink, index: u32, b: &Backup) -> Vec<Error> {
         attempt(nl.link_set_promisc(index, on), "promisc");
     }
     if let Some(mac) = &b.mac {
-        let parsed = cni_common::mac::MacAddr::parse(mac);
+        let parsed = cni_common::mac::MacAddr::parse(mac).map_err(Error::from);
         attempt(parsed.and_then(|m| nl.link_set_address(index, &m)), "mac");
     }
     errors.extend(restore_sysctls(&b.sysctl));
