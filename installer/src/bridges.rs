@@ -8,7 +8,7 @@ use cni_common::netlink::Netlink;
 use ovs::ovsdb::{self, Client, Endpoint};
 use serde_json::json;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::marker::Mark;
 
 /// Bounds each OVSDB connect and request.
@@ -18,7 +18,7 @@ const OVSDB_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn linux_bridges(nl: &Netlink) -> Result<BTreeSet<String>> {
     Ok(nl
         .link_list_kind("bridge")
-        .context("listing Linux bridges")?
+        .map_err(|e| e.context("listing Linux bridges"))?
         .into_iter()
         .map(|l| l.name)
         .collect())
@@ -30,14 +30,19 @@ pub fn ovs_bridges(ovs: &mut Client) -> Result<BTreeSet<String>> {
     let results = ovs
         .transact(&ops, Duration::ZERO)
         .and_then(|r| r.into_results("ovs-vsctl list-br"))
-        .with_context(|| format!("listing Open vSwitch bridges at {}", ovs.endpoint()))?;
+        .map_err(|e| {
+            e.context(format!(
+                "listing Open vSwitch bridges at {}",
+                ovs.endpoint()
+            ))
+        })?;
     let rows = results.first().map(ovsdb::rows).unwrap_or_default();
     let mut names = BTreeSet::new();
     for row in rows {
         match row.get("name").and_then(|n| n.as_str()) {
             Some(name) => names.insert(name.to_string()),
             None => {
-                return Err(Error::new(format!(
+                return Err(Error::msg(format!(
                     "OVSDB at {}: a Bridge row without a name: {row}",
                     ovs.endpoint()
                 )))
@@ -60,7 +65,7 @@ impl Source {
     pub fn open(mark: Mark, ovsdb: &str) -> Result<Source> {
         match mark {
             Mark::LinuxBridge => Ok(Source::Linux(
-                Netlink::current().context("opening a netlink socket")?,
+                Netlink::current().map_err(|e| e.context("opening a netlink socket"))?,
             )),
             Mark::Ovs => Ok(Source::Ovs(Endpoint::parse("--ovsdb", ovsdb)?)),
         }
