@@ -6,13 +6,22 @@ use std::process::ExitCode;
 use cni_installer::cli::{self, Command, NODE_NAME_ENV};
 use cni_installer::error::report;
 use cni_installer::{install, probe, run, uninstall};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() -> ExitCode {
-    // Plain lines on stderr: the kubelet keeps them, with its own timestamps.
+    // Plain lines on stderr: the kubelet keeps them, with its own timestamps. The libraries
+    // (the Kubernetes client, TLS) only speak up about what went wrong.
+    let only_ours = Targets::new()
+        .with_target("cni_installer", LevelFilter::INFO)
+        .with_default(LevelFilter::WARN);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)
+        .finish()
+        .with(only_ours)
         .init();
     match execute() {
         Ok(()) => ExitCode::SUCCESS,
