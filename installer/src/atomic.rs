@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 
 const TEMP_SUFFIX: &str = ".cni-installer.tmp";
 
@@ -28,9 +28,9 @@ pub fn is_temp_name(name: &str) -> bool {
 /// their names. When there is none, nothing is written.
 pub fn sweep_temps(dir: &Path) -> Result<Vec<String>> {
     let mut swept = Vec::new();
-    let entries = fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+    let listing = |e| Error::io("listing", dir, e);
+    for entry in fs::read_dir(dir).map_err(listing)? {
+        let entry = entry.map_err(listing)?;
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
             continue;
         };
@@ -50,14 +50,12 @@ pub fn sweep_temps(dir: &Path) -> Result<Vec<String>> {
 pub fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .with_context(|| format!("fsync of directory {}", dir.display()))
+        .map_err(|e| Error::io("fsync of directory", dir, e))
 }
 
 pub fn remove_if_exists(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("removing {}", path.display()))
-        }
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
         _ => Ok(()),
     }
 }
@@ -84,7 +82,7 @@ impl Temp {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
+            .map_err(|e| Error::io("creating", &path, e))?;
         Ok(Temp {
             file: Some(file),
             path,
@@ -100,21 +98,21 @@ impl Temp {
     /// The file to write into.
     pub fn file(&mut self) -> Result<&mut File> {
         let path = &self.path;
-        self.file.as_mut().ok_or_else(|| {
-            crate::error::Error::new(format!("{} is already closed", path.display()))
-        })
+        self.file
+            .as_mut()
+            .ok_or_else(|| Error::msg(format!("{} is already closed", path.display())))
     }
 
     /// fsync, then fchmod to `mode` (so the file is never visible under its final name without
     /// it), then close. The file stays under its temporary name.
     pub fn finish(&mut self, mode: u32) -> Result<()> {
-        let path = self.path.display().to_string();
+        let path = self.path.as_path();
         if let Some(mut file) = self.file.take() {
-            file.flush().with_context(|| format!("writing {path}"))?;
+            file.flush().map_err(|e| Error::io("writing", path, e))?;
             file.sync_all()
-                .with_context(|| format!("fsync of {path}"))?;
+                .map_err(|e| Error::io("fsync of", path, e))?;
             file.set_permissions(fs::Permissions::from_mode(mode))
-                .with_context(|| format!("chmod {mode:o} {path}"))?;
+                .map_err(|e| Error::io(format!("chmod {mode:o}"), path, e))?;
         }
         Ok(())
     }
@@ -122,13 +120,8 @@ impl Temp {
     /// Renames the finished file over the target and fsyncs the directory.
     pub fn commit(mut self, mode: u32) -> Result<()> {
         self.finish(mode)?;
-        fs::rename(&self.path, &self.target).with_context(|| {
-            format!(
-                "renaming {} to {}",
-                self.path.display(),
-                self.target.display()
-            )
-        })?;
+        fs::rename(&self.path, &self.target)
+            .map_err(|e| Error::io_pair("renaming", &self.path, &self.target, e))?;
         self.committed = true;
         match self.target.parent() {
             Some(dir) => fsync_dir(dir),
@@ -149,10 +142,10 @@ impl Drop for Temp {
 /// Replaces `dir/<name>` with `bytes` atomically (see the module's description).
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Result<()> {
     let mut temp = Temp::create(dir, name)?;
-    let path = temp.path().display().to_string();
+    let path = temp.path().to_path_buf();
     temp.file()?
         .write_all(bytes)
-        .with_context(|| format!("writing {path}"))?;
+        .map_err(|e| Error::io("writing", &path, e))?;
     temp.commit(mode)
 }
 

@@ -8,7 +8,7 @@ use cni_common::netlink::Netlink;
 use ovsdb::{Client, Endpoint};
 use serde_json::json;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::marker::Mark;
 
 /// Bounds each OVSDB connect and request.
@@ -18,7 +18,7 @@ const OVSDB_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn linux_bridges(nl: &Netlink) -> Result<BTreeSet<String>> {
     Ok(nl
         .link_list_kind("bridge")
-        .context("listing Linux bridges")?
+        .map_err(|e| Error::wrap("listing Linux bridges", e.into()))?
         .into_iter()
         .map(|l| l.name)
         .collect())
@@ -31,11 +31,10 @@ pub fn ovs_bridges(ovs: &mut Client) -> Result<BTreeSet<String>> {
         .transact(&ops, Duration::ZERO)
         .and_then(|r| r.into_results("ovs-vsctl list-br"))
         .map_err(|e| {
-            Error::new(format!(
-                "listing Open vSwitch bridges at {}: {}",
-                ovs.endpoint(),
-                e.report()
-            ))
+            Error::wrap(
+                format!("listing Open vSwitch bridges at {}", ovs.endpoint()),
+                e.into(),
+            )
         })?;
     let rows = results.first().map(ovsdb::rows).unwrap_or_default();
     let mut names = BTreeSet::new();
@@ -43,7 +42,7 @@ pub fn ovs_bridges(ovs: &mut Client) -> Result<BTreeSet<String>> {
         match row.get("name").and_then(|n| n.as_str()) {
             Some(name) => names.insert(name.to_string()),
             None => {
-                return Err(Error::new(format!(
+                return Err(Error::msg(format!(
                     "OVSDB at {}: a Bridge row without a name: {row}",
                     ovs.endpoint()
                 )))
@@ -65,11 +64,13 @@ impl Source {
     /// `ovsdb` is the OVSDB endpoint (`unix:PATH` or `tcp:IP:PORT`), used for [`Mark::Ovs`].
     pub fn open(mark: Mark, ovsdb: &str) -> Result<Source> {
         match mark {
-            Mark::LinuxBridge => Ok(Source::Linux(
-                Netlink::current().context("opening a netlink socket")?,
-            )),
+            Mark::LinuxBridge => {
+                Ok(Source::Linux(Netlink::current().map_err(|e| {
+                    Error::wrap("opening a netlink socket", e.into())
+                })?))
+            }
             Mark::Ovs => Ok(Source::Ovs(
-                Endpoint::parse(ovsdb).map_err(|e| Error::new(format!("--ovsdb {e}")))?,
+                Endpoint::parse(ovsdb).map_err(|e| Error::wrap("--ovsdb", e.into()))?,
             )),
         }
     }
@@ -79,8 +80,7 @@ impl Source {
             Source::Linux(nl) => linux_bridges(nl),
             Source::Ovs(endpoint) => {
                 // Its error names the endpoint already.
-                let mut client =
-                    Client::connect(endpoint, OVSDB_TIMEOUT).map_err(|e| Error::new(e.report()))?;
+                let mut client = Client::connect(endpoint, OVSDB_TIMEOUT)?;
                 ovs_bridges(&mut client)
             }
         }

@@ -10,10 +10,14 @@
 //!
 //! Flags take their value as the next argument or after `=`. In `--plugins`, `NAME=SOURCE`
 //! installs the source file `SOURCE` under the name `NAME` (`cnv-bridge=bridge`); uninstall and
-//! probe take the same list and use the names.
+//! probe take the same list and use the names. Mistakes are reported on one line, like every
+//! other error, since the DaemonSet's log is where they are read.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, Result};
 use crate::install;
@@ -29,34 +33,15 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 /// Where `run` reads the node's name from (the downward API's spec.nodeName).
 pub const NODE_NAME_ENV: &str = "NODE_NAME";
 
-pub const USAGE: &str = "\
-usage: cni-installer <command> [flags]
-
-commands:
-  install    copy the plugins into the CNI binary directory, atomically, and verify them
-  uninstall  remove the plugins this tool installed (and only if unchanged); put back originals
-  probe      exit 0 iff the plugins are installed and unchanged (readiness probe)
-  run        install, then stay up; with --mark, publish the node's bridges as resources
-
-flags:
-  --from DIR           where the plugins are (install, run; default /plugins)
-  --to DIR             the node's CNI binary directory (default /host/opt/cni/bin)
-  --plugins a,b        which plugins (default: install/run every file in --from;
-                       uninstall/probe everything installed); NAME=SOURCE installs
-                       the file SOURCE under the name NAME, e.g. cnv-bridge=bridge
-  --replace-foreign    replace files this tool did not install, keeping them as .<name>.orig
-  --mark KIND          run: publish linux-bridge or ovs bridges on the Node (needs NODE_NAME)
-  --ovsdb ENDPOINT     run --mark ovs: OVSDB (default unix:/host/var/run/openvswitch/db.sock)
-  --interval DURATION  run --mark: how often bridges are listed (default 60s; 500ms, 30s, 5m, 1h)
-";
-
+/// What to do, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Install(install::Options),
     Uninstall(uninstall::Options),
     Probe(probe::Options),
     Run(RunOptions),
-    Help,
+    /// `help`, `--help`, `<command> --help`: the text to print.
+    Help(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,181 +58,253 @@ pub struct MarkOptions {
     pub node_name: String,
 }
 
-/// Every flag's value as given, before it is checked against the command.
-#[derive(Default)]
-struct Flags {
-    from: Option<String>,
-    to: Option<String>,
-    plugins: Option<String>,
-    replace_foreign: bool,
-    mark: Option<String>,
-    ovsdb: Option<String>,
-    interval: Option<String>,
+/// Installs CNI plugin binaries on a node and keeps them there.
+#[derive(Debug, Parser)]
+#[command(name = "cni-installer", disable_version_flag = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Sub,
 }
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Copy the plugins into the CNI binary directory, atomically, and verify them
+    Install(InstallArgs),
+    /// Remove the plugins this tool installed (and only if unchanged); put back originals
+    Uninstall(InstalledArgs),
+    /// Exit 0 iff the plugins are installed and unchanged (readiness probe)
+    Probe(InstalledArgs),
+    /// Install, then stay up; with --mark, publish the node's bridges as resources
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+struct InstallArgs {
+    /// Where the plugins are
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_FROM, value_parser = non_empty_path)]
+    from: PathBuf,
+    /// The node's CNI binary directory
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_TO, value_parser = non_empty_path)]
+    to: PathBuf,
+    /// Which plugins (default: every file in --from); NAME=SOURCE installs the file SOURCE
+    /// under the name NAME, e.g. cnv-bridge=bridge
+    #[arg(long, value_name = "LIST", value_parser = parse_plugins)]
+    plugins: Option<PluginList>,
+    /// Replace files this tool did not install, keeping them as .<name>.orig
+    #[arg(long)]
+    replace_foreign: bool,
+}
+
+#[derive(Debug, Args)]
+struct InstalledArgs {
+    /// The node's CNI binary directory
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_TO, value_parser = non_empty_path)]
+    to: PathBuf,
+    /// Which plugins (default: everything installed); NAME=SOURCE stands for NAME, so the
+    /// list given to install can be given here
+    #[arg(long, value_name = "LIST", value_parser = parse_plugins)]
+    plugins: Option<PluginList>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    install: InstallArgs,
+    /// Publish the node's linux-bridge or ovs bridges on its Node (needs NODE_NAME)
+    #[arg(long, value_name = "KIND", value_enum)]
+    mark: Option<Mark>,
+    /// With --mark ovs: the OVSDB endpoint, unix:PATH or tcp:IP:PORT
+    /// [default: unix:/host/var/run/openvswitch/db.sock]
+    #[arg(long, value_name = "ENDPOINT", value_parser = non_empty)]
+    ovsdb: Option<String>,
+    /// With --mark: how often bridges are listed (500ms, 30s, 5m, 1h) [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    interval: Option<Duration>,
+}
+
+/// `--plugins`, parsed: one value holding the whole list.
+#[derive(Debug, Clone)]
+struct PluginList(Vec<install::Plugin>);
 
 /// Parses the arguments after the program name. `node_name` is the NODE_NAME variable.
 pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err(usage_error("no command given"));
+    let argv = std::iter::once("cni-installer").chain(args.iter().map(String::as_str));
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        // Help asked for: printed on stdout, exit 0.
+        Err(e) if !e.use_stderr() => return Ok(Command::Help(e.render().to_string())),
+        Err(e) => return Err(usage_error(&e, args.first().map(String::as_str))),
     };
-    let allowed: &[&str] = match command.as_str() {
-        "install" => &["--from", "--to", "--plugins", "--replace-foreign"],
-        "uninstall" | "probe" => &["--to", "--plugins"],
-        "run" => &[
-            "--from",
-            "--to",
-            "--plugins",
-            "--replace-foreign",
-            "--mark",
-            "--ovsdb",
-            "--interval",
-        ],
-        "help" | "--help" | "-h" => return Ok(Command::Help),
-        other => return Err(usage_error(&format!("unknown command {other:?}"))),
-    };
-    if rest.iter().any(|a| a == "--help" || a == "-h") {
-        return Ok(Command::Help);
-    }
-    let flags = parse_flags(command, rest, allowed)?;
-    let to = PathBuf::from(flags.to.as_deref().unwrap_or(DEFAULT_TO));
-    let plugins = flags.plugins.as_deref().map(parse_plugins).transpose()?;
-    let names: Option<Vec<String>> = plugins
-        .as_ref()
-        .map(|list| list.iter().map(|p| p.name.clone()).collect());
-    let install = || install::Options {
-        from: PathBuf::from(flags.from.as_deref().unwrap_or(DEFAULT_FROM)),
-        to: to.clone(),
-        plugins: plugins.clone(),
-        replace_foreign: flags.replace_foreign,
-    };
-    Ok(match command.as_str() {
-        "install" => Command::Install(install()),
-        "uninstall" => Command::Uninstall(uninstall::Options {
-            to: to.clone(),
-            plugins: names.clone(),
+    Ok(match cli.command {
+        Sub::Install(a) => Command::Install(install_options(a)),
+        Sub::Uninstall(a) => Command::Uninstall(uninstall::Options {
+            to: a.to,
+            plugins: names(a.plugins),
         }),
-        "probe" => Command::Probe(probe::Options {
-            to: to.clone(),
-            plugins: names.clone(),
+        Sub::Probe(a) => Command::Probe(probe::Options {
+            to: a.to,
+            plugins: names(a.plugins),
         }),
-        _ => Command::Run(RunOptions {
-            install: install(),
-            mark: mark_options(&flags, node_name)?,
-        }),
+        Sub::Run(a) => {
+            let mark = mark_options(&a, node_name)?;
+            Command::Run(RunOptions {
+                install: install_options(a.install),
+                mark,
+            })
+        }
     })
 }
 
-fn parse_flags(command: &str, args: &[String], allowed: &[&str]) -> Result<Flags> {
-    let mut flags = Flags::default();
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        if !allowed.contains(&name) {
-            return Err(usage_error(&if name.starts_with('-') {
-                format!("{command} does not take {name}")
-            } else {
-                format!("unexpected argument {name:?}")
-            }));
-        }
-        if name == "--replace-foreign" {
-            if inline.is_some() {
-                return Err(usage_error("--replace-foreign takes no value"));
-            }
-            flags.replace_foreign = true;
-            continue;
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => args
-                .next()
-                .cloned()
-                .ok_or_else(|| usage_error(&format!("{name} needs a value")))?,
-        };
-        if value.is_empty() {
-            return Err(usage_error(&format!("{name} needs a value")));
-        }
-        let slot = match name {
-            "--from" => &mut flags.from,
-            "--to" => &mut flags.to,
-            "--plugins" => &mut flags.plugins,
-            "--mark" => &mut flags.mark,
-            "--ovsdb" => &mut flags.ovsdb,
-            _ => &mut flags.interval,
-        };
-        if slot.replace(value).is_some() {
-            return Err(usage_error(&format!("{name} given twice")));
-        }
+fn install_options(a: InstallArgs) -> install::Options {
+    install::Options {
+        from: a.from,
+        to: a.to,
+        plugins: a.plugins.map(|p| p.0),
+        replace_foreign: a.replace_foreign,
     }
-    Ok(flags)
 }
 
-fn mark_options(flags: &Flags, node_name: Option<&str>) -> Result<Option<MarkOptions>> {
-    let Some(mark) = flags.mark.as_deref() else {
-        if flags.ovsdb.is_some() || flags.interval.is_some() {
-            return Err(usage_error("--ovsdb and --interval need --mark"));
+/// The names in a `--plugins` list, for the commands that look at what is installed.
+fn names(plugins: Option<PluginList>) -> Option<Vec<String>> {
+    plugins.map(|list| list.0.into_iter().map(|p| p.name).collect())
+}
+
+fn mark_options(a: &RunArgs, node_name: Option<&str>) -> Result<Option<MarkOptions>> {
+    let Some(mark) = a.mark else {
+        if a.ovsdb.is_some() || a.interval.is_some() {
+            return Err(Error::Usage(
+                "--ovsdb and --interval need --mark".to_string(),
+            ));
         }
         return Ok(None);
     };
-    let mark = Mark::parse(mark).ok_or_else(|| {
-        usage_error(&format!(
-            "--mark {mark:?}: expected {} or {}",
-            Mark::LinuxBridge.as_str(),
-            Mark::Ovs.as_str()
-        ))
-    })?;
-    if mark != Mark::Ovs && flags.ovsdb.is_some() {
-        return Err(usage_error("--ovsdb is for --mark ovs"));
+    if mark != Mark::Ovs && a.ovsdb.is_some() {
+        return Err(Error::Usage("--ovsdb is for --mark ovs".to_string()));
     }
-    let interval = match flags.interval.as_deref() {
-        Some(s) => parse_duration(s)?,
-        None => DEFAULT_INTERVAL,
-    };
     let node_name = node_name.filter(|n| !n.is_empty()).ok_or_else(|| {
-        Error::new(format!(
+        Error::msg(format!(
             "--mark needs the node's name in {NODE_NAME_ENV} (env valueFrom fieldRef spec.nodeName)"
         ))
     })?;
     Ok(Some(MarkOptions {
         mark,
-        ovsdb: flags
-            .ovsdb
-            .clone()
-            .unwrap_or_else(|| DEFAULT_OVSDB.to_string()),
-        interval,
+        ovsdb: a.ovsdb.clone().unwrap_or_else(|| DEFAULT_OVSDB.to_string()),
+        interval: a.interval.unwrap_or(DEFAULT_INTERVAL),
         node_name: node_name.to_string(),
     }))
 }
 
+/// clap's report of a mistake, on one line and in the words of this command line.
+fn usage_error(e: &clap::Error, command: Option<&str>) -> Error {
+    let context = |kind: ContextKind| match e.get(kind) {
+        Some(ContextValue::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    // "--to <DIR>" -> "--to"
+    let flag = || {
+        context(ContextKind::InvalidArg)
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let value = || context(ContextKind::InvalidValue);
+    let what = match e.kind() {
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "no command given".to_string()
+        }
+        ErrorKind::InvalidSubcommand => {
+            format!(
+                "unknown command {:?}",
+                context(ContextKind::InvalidSubcommand)
+            )
+        }
+        ErrorKind::UnknownArgument => {
+            let arg = context(ContextKind::InvalidArg);
+            match (arg.starts_with('-'), command) {
+                (true, Some(command)) => {
+                    let name = arg.split('=').next().unwrap_or_default();
+                    format!("{command} does not take {name}")
+                }
+                _ => format!("unexpected argument {arg:?}"),
+            }
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation if value().is_empty() => {
+            format!("{} needs a value", flag())
+        }
+        ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
+            Some(ContextValue::Strings(valid)) => {
+                format!("{} {:?}: expected {}", flag(), value(), valid.join(" or "))
+            }
+            _ => format!("{} {:?}: not a valid value", flag(), value()),
+        },
+        ErrorKind::ValueValidation => {
+            let why = std::error::Error::source(e)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            format!("{} {:?}: {why}", flag(), value())
+        }
+        ErrorKind::ArgumentConflict if context(ContextKind::PriorArg).is_empty() => {
+            format!("{} given twice", flag())
+        }
+        ErrorKind::ArgumentConflict => {
+            let (arg, prior) = (
+                context(ContextKind::InvalidArg),
+                context(ContextKind::PriorArg),
+            );
+            if arg == prior {
+                format!("{} given twice", flag())
+            } else {
+                format!("{} cannot be used with {prior}", flag())
+            }
+        }
+        ErrorKind::TooManyValues => format!("{} takes no value", flag()),
+        // Anything else: clap's own first line.
+        _ => e
+            .render()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_string(),
+    };
+    Error::Usage(what)
+}
+
+fn non_empty(s: &str) -> std::result::Result<String, &'static str> {
+    if s.is_empty() {
+        Err("an empty value")
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+fn non_empty_path(s: &str) -> std::result::Result<PathBuf, &'static str> {
+    non_empty(s).map(PathBuf::from)
+}
+
 /// `a,b,c=a`: each a name or `NAME=SOURCE`; no empty entries, no name twice (a source may
 /// serve several names).
-fn parse_plugins(s: &str) -> Result<Vec<install::Plugin>> {
+fn parse_plugins(s: &str) -> Result<PluginList> {
     let mut plugins: Vec<install::Plugin> = Vec::new();
     for entry in s.split(',').map(str::trim) {
         if entry.is_empty() {
-            return Err(usage_error(&format!("--plugins {s:?}: an empty name")));
+            return Err(Error::msg("an empty name"));
         }
         let plugin = install::Plugin::parse(entry)?;
         if plugins.iter().any(|p| p.name == plugin.name) {
-            return Err(usage_error(&format!(
-                "--plugins {s:?}: {} twice",
-                plugin.name
-            )));
+            return Err(Error::msg(format!("{} twice", plugin.name)));
         }
         plugins.push(plugin);
     }
-    Ok(plugins)
+    Ok(PluginList(plugins))
 }
 
 /// `500ms`, `30s`, `5m`, `1h`, or a number of seconds; more than zero.
 pub fn parse_duration(s: &str) -> Result<Duration> {
-    let bad = || {
-        usage_error(&format!(
-            "--interval {s:?}: expected e.g. 500ms, 30s, 5m, 1h"
-        ))
-    };
+    let bad = || Error::msg("expected e.g. 500ms, 30s, 5m, 1h");
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
     let n: u64 = digits.parse().map_err(|_| bad())?;
@@ -264,10 +321,6 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     Ok(d)
 }
 
-fn usage_error(what: &str) -> Error {
-    Error::new(format!("{what} (cni-installer help for usage)"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +335,13 @@ mod tests {
 
     fn sources(names: &[&str]) -> Option<Vec<install::Plugin>> {
         Some(names.iter().map(|s| install::Plugin::named(s)).collect())
+    }
+
+    fn help_of(line: &str) -> String {
+        match parse(&args(line), None) {
+            Ok(Command::Help(text)) => text,
+            other => panic!("{line}: not help: {other:?}"),
+        }
     }
 
     #[test]
@@ -335,16 +395,25 @@ mod tests {
                 }),
             })
         );
+    }
+
+    #[test]
+    fn flags_left_out_take_their_defaults() {
         let Command::Run(plain) = parse(&args("run"), None).expect("run without mark") else {
             panic!("not run");
         };
         assert_eq!(plain.mark, None);
         assert_eq!(plain.install.from, PathBuf::from(DEFAULT_FROM));
         assert_eq!(plain.install.to, PathBuf::from(DEFAULT_TO));
-        assert_eq!(
-            parse(&args("install --help"), None).ok(),
-            Some(Command::Help)
-        );
+        assert_eq!(plain.install.plugins, None);
+        let Command::Run(marking) =
+            parse(&args("run --mark linux-bridge"), Some("n")).expect("run --mark")
+        else {
+            panic!("not run");
+        };
+        let mark = marking.mark.expect("mark options");
+        assert_eq!(mark.interval, DEFAULT_INTERVAL);
+        assert_eq!(mark.ovsdb, DEFAULT_OVSDB);
     }
 
     /// The names configs written for the cluster-network-addons-operator use: `cnv-bridge` and
@@ -395,12 +464,14 @@ mod tests {
     }
 
     #[test]
-    fn mistakes_are_named() {
+    fn mistakes_are_named_on_one_line() {
         for (line, node, says) in [
             ("", None, "no command"),
-            ("copy", None, "unknown command"),
+            ("copy", None, "unknown command \"copy\""),
             ("probe --from /plugins", None, "probe does not take --from"),
+            ("probe --from=/plugins", None, "probe does not take --from"),
             ("install --to", None, "--to needs a value"),
+            ("install --to=", None, "--to needs a value"),
             ("install --to /a --to /b", None, "--to given twice"),
             ("install --plugins bridge,,tuning", None, "an empty name"),
             ("install --plugins bridge,bridge", None, "bridge twice"),
@@ -418,11 +489,11 @@ mod tests {
                 "bridge twice",
             ),
             ("install --replace-foreign=yes", None, "takes no value"),
-            ("install stray", None, "unexpected argument"),
+            ("install stray", None, "unexpected argument \"stray\""),
             (
                 "run --mark bridge",
                 Some("n"),
-                "expected linux-bridge or ovs",
+                "--mark \"bridge\": expected linux-bridge or ovs",
             ),
             ("run --mark linux-bridge", None, "NODE_NAME"),
             ("run --mark linux-bridge", Some(""), "NODE_NAME"),
@@ -432,11 +503,77 @@ mod tests {
                 Some("n"),
                 "--ovsdb is for --mark ovs",
             ),
-            ("run --mark ovs --interval 0s", Some("n"), "--interval"),
+            (
+                "run --mark ovs --interval 0s",
+                Some("n"),
+                "--interval \"0s\"",
+            ),
+            (
+                "run --mark ovs --ovsdb=",
+                Some("n"),
+                "--ovsdb needs a value",
+            ),
         ] {
-            let err = parse(&args(line), node).expect_err(line);
-            assert!(err.msg().contains(says), "{line}: {err}");
+            let err = parse(&args(line), node).expect_err(line).report();
+            assert!(err.contains(says), "{line}: {err}");
+            assert!(!err.contains('\n'), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn usage_mistakes_point_at_the_help() {
+        let err = parse(&args("install --bogus"), None).expect_err("--bogus");
+        assert_eq!(
+            err.report(),
+            "install does not take --bogus (cni-installer help for usage)"
+        );
+    }
+
+    #[test]
+    fn help_is_asked_for_in_every_usual_way() {
+        for line in [
+            "help",
+            "--help",
+            "-h",
+            "help install",
+            "install --help",
+            "run -h",
+        ] {
+            help_of(line);
+        }
+    }
+
+    #[test]
+    fn help_lists_every_command_and_flag_with_its_default() {
+        let top = help_of("help");
+        for command in ["install", "uninstall", "probe", "run"] {
+            assert!(top.contains(command), "{top}");
+        }
+        let run = help_of("run --help");
+        for flag in [
+            "--from",
+            "--to",
+            "--plugins",
+            "--replace-foreign",
+            "--mark",
+            "--ovsdb",
+            "--interval",
+            "NAME=SOURCE",
+            DEFAULT_FROM,
+            DEFAULT_TO,
+            DEFAULT_OVSDB,
+            "linux-bridge",
+            "[default: 60s]",
+        ] {
+            assert!(run.contains(flag), "{flag}: {run}");
+        }
+        assert_eq!(
+            DEFAULT_INTERVAL,
+            parse_duration("60s").expect("the documented default")
+        );
+        let probe = help_of("probe --help");
+        assert!(!probe.contains("--from"), "{probe}");
+        assert!(probe.contains("--plugins"), "{probe}");
     }
 
     #[test]

@@ -1,63 +1,182 @@
-//! The one error type: a message that carries what was being done, outermost first
-//! ("installing bridge: writing /opt/cni/bin/.bridge.cni-installer.tmp: No space left on device").
-//! `main` prints it as one line on stderr and exits non-zero.
+//! The installer's error: what was being done, with the error that stopped it as its source.
+//! `main` prints the whole chain, outermost first, on one line
+//! ("installing bridge: creating /opt/cni/bin/.bridge.cni-installer.tmp: No space left on
+//! device (os error 28)") and exits non-zero.
 
-use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    msg: String,
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file system call on `path` failed; `action` names it ("opening", "fsync of").
+    #[error("{action} {}", path.display())]
+    Io {
+        action: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A call between two paths (rename, link, copy) failed.
+    #[error("{action} {} to {}", from.display(), to.display())]
+    IoPair {
+        action: &'static str,
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A system call that involves no file (signal handlers, the runtime) failed.
+    #[error("{action}")]
+    System {
+        action: &'static str,
+        #[source]
+        source: io::Error,
+    },
+
+    /// The record in the destination directory does not decode.
+    #[error("{} is not a record of cni-installer (move it away to start afresh)", path.display())]
+    Record {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A plugin did not answer CNI_COMMAND=VERSION as a plugin must.
+    #[error("running {} with CNI_COMMAND=VERSION", path.display())]
+    Version {
+        path: PathBuf,
+        #[source]
+        source: VersionError,
+    },
+
+    /// A request to the API server failed.
+    #[error("{action}")]
+    Kube {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+
+    /// Netlink, through the shared CNI library, whose errors say what failed.
+    #[error(transparent)]
+    Cni(#[from] cni_common::Error),
+
+    /// The node's Open vSwitch database.
+    #[error(transparent)]
+    Ovsdb(#[from] ovsdb::Error),
+
+    /// The command line does not say what to do.
+    #[error("{0} (cni-installer help for usage)")]
+    Usage(String),
+
+    /// A fact that stops the command (a foreign file, a plugin not installed, ...).
+    #[error("{0}")]
+    Message(String),
+
+    /// What was being done when `source` happened.
+    #[error("{context}")]
+    Chain {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn new(msg: impl Into<String>) -> Error {
-        Error { msg: msg.into() }
+    pub fn msg(msg: impl Into<String>) -> Error {
+        Error::Message(msg.into())
     }
 
-    /// Prefixes the message with what was being done.
-    pub fn context(self, ctx: impl fmt::Display) -> Error {
-        Error {
-            msg: format!("{ctx}: {}", self.msg),
+    /// Says what was being done when `err` happened.
+    pub fn wrap(context: impl Into<String>, err: Error) -> Error {
+        Error::Chain {
+            context: context.into(),
+            source: Box::new(err),
         }
     }
 
-    pub fn msg(&self) -> &str {
-        &self.msg
+    pub fn io(action: impl Into<String>, path: &Path, source: io::Error) -> Error {
+        Error::Io {
+            action: action.into(),
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub fn io_pair(action: &'static str, from: &Path, to: &Path, source: io::Error) -> Error {
+        Error::IoPair {
+            action,
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            source,
+        }
+    }
+
+    pub fn kube(action: impl Into<String>, source: kube::Error) -> Error {
+        Error::Kube {
+            action: action.into(),
+            source,
+        }
+    }
+
+    /// The whole chain on one line, outermost first, as `main` prints it.
+    pub fn report(&self) -> String {
+        report(self)
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // One line, whatever the causes said.
-        f.write_str(&self.msg.replace('\n', " "))
+/// `err` and each of its sources, joined with ": ", on one line whatever the causes said (a
+/// plugin's stderr may span lines). A cause that the error above it already printed (as some
+/// libraries' errors do) is not repeated.
+pub fn report(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
     }
+    line.replace('\n', " ")
 }
 
-impl std::error::Error for Error {}
+/// Why a plugin's answer to CNI_COMMAND=VERSION was not one.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    /// It could not be started or waited for, or its output not read.
+    #[error(transparent)]
+    Io(#[from] io::Error),
 
-/// Errors of the shared CNI library (netlink, OVSDB) already say what failed.
-impl From<cni_common::Error> for Error {
-    fn from(e: cni_common::Error) -> Error {
-        Error::new(e.to_string())
-    }
-}
+    #[error("no answer in {timeout:?}")]
+    NoAnswer { timeout: Duration },
 
-/// Adds context to any error that can be displayed (io, serde_json, kube, cni-common, ...).
-pub trait Context<T> {
-    fn context(self, ctx: impl fmt::Display) -> Result<T>;
-    fn with_context<C: fmt::Display>(self, ctx: impl FnOnce() -> C) -> Result<T>;
-}
+    /// It exited, but something it left running holds its output open.
+    #[error("exited ({status}) but its output was still open after {timeout:?}")]
+    OutputOpen {
+        status: ExitStatus,
+        timeout: Duration,
+    },
 
-impl<T, E: fmt::Display> Context<T> for std::result::Result<T, E> {
-    fn context(self, ctx: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| Error::new(format!("{ctx}: {e}")))
-    }
+    #[error("{status}: {output}")]
+    Failed { status: ExitStatus, output: String },
 
-    fn with_context<C: fmt::Display>(self, ctx: impl FnOnce() -> C) -> Result<T> {
-        self.map_err(|e| Error::new(format!("{}: {e}", ctx())))
-    }
+    #[error("not a CNI version answer: {output:?}")]
+    NotAnAnswer {
+        output: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("empty cniVersion or supportedVersions: {output:?}")]
+    Empty { output: String },
 }
 
 #[cfg(test)]
@@ -65,17 +184,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn context_reads_outermost_first_on_one_line() {
-        let io: std::result::Result<(), std::io::Error> =
-            Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-        let err = io
-            .context("writing x")
-            .map_err(|e| e.context("installing bridge"))
-            .expect_err("an error");
+    fn a_wrapped_error_reads_outermost_first_on_one_line() {
+        let io = Error::io(
+            "writing",
+            Path::new("x"),
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        let err = Error::wrap("installing bridge", io);
+        assert_eq!(err.to_string(), "installing bridge");
         assert_eq!(
-            err.to_string(),
+            err.report(),
             "installing bridge: writing x: No space left on device (os error 28)"
         );
-        assert_eq!(Error::new("a\nb").to_string(), "a b");
+        assert_eq!(Error::msg("a\nb").report(), "a b");
+    }
+
+    /// Like a library error that prints its source itself.
+    #[derive(Debug, thiserror::Error)]
+    #[error("request failed: {0}")]
+    struct Verbose(#[source] io::Error);
+
+    #[test]
+    fn a_cause_printed_by_its_parent_is_not_repeated() {
+        let err = Verbose(io::Error::other("connection refused"));
+        assert_eq!(report(&err), "request failed: connection refused");
+    }
+
+    #[test]
+    fn the_source_of_an_io_error_is_the_os_error() {
+        let err = Error::io(
+            "opening",
+            Path::new("/x"),
+            io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<io::Error>());
+        assert_eq!(source.and_then(io::Error::raw_os_error), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn a_usage_error_points_at_the_help() {
+        assert_eq!(
+            Error::Usage("no command given".to_string()).report(),
+            "no command given (cni-installer help for usage)"
+        );
     }
 }

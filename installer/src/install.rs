@@ -14,9 +14,11 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use tracing::{info, info_span};
+
 use crate::atomic::{self, Temp};
 use crate::digest::{self, short};
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::lock::DirLock;
 use crate::record::{self, Entry, Record, MODE};
 use crate::verify::{self, PluginVersion};
@@ -112,6 +114,39 @@ pub struct Report {
 }
 
 impl Report {
+    /// One line per plugin, and one per temporary file swept.
+    pub fn log(&self) {
+        for name in &self.swept {
+            info!("removed {name}, left by an interrupted install");
+        }
+        for p in &self.plugins {
+            let what = match &p.action {
+                Action::Unchanged => "unchanged".to_string(),
+                Action::Adopted => "already in place, now recorded".to_string(),
+                Action::Installed => "installed".to_string(),
+                Action::Upgraded { from } => format!("upgraded from sha256 {}", short(from)),
+                Action::ModeRepaired => "rewritten with mode 0755".to_string(),
+                Action::ReplacedForeign {
+                    kept_as: Some(kept),
+                } => format!("replaced a foreign file, kept as {kept}"),
+                Action::ReplacedForeign { kept_as: None } => {
+                    "replaced a foreign file (the original kept earlier stays)".to_string()
+                }
+            };
+            let from = if p.source == p.name {
+                String::new()
+            } else {
+                format!(", a copy of {}", p.source)
+            };
+            info!(
+                "{}: {what} (sha256 {}, cniVersion {}{from})",
+                p.name,
+                short(&p.sha256),
+                p.version.cni_version,
+            );
+        }
+    }
+
     /// Whether anything in the destination directory was created, changed or removed.
     pub fn wrote_anything(&self) -> bool {
         self.record_written
@@ -195,12 +230,11 @@ pub fn inspect(path: &Path) -> Result<Existing> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
-        Err(e) => return Err(e).with_context(|| format!("looking at {}", path.display())),
+        Err(e) => return Err(Error::io("looking at", path, e)),
     };
     let kind = meta.file_type();
     if kind.is_symlink() {
-        let target = fs::read_link(path)
-            .with_context(|| format!("reading the symlink {}", path.display()))?;
+        let target = fs::read_link(path).map_err(|e| Error::io("reading the symlink", path, e))?;
         return Ok(Existing::Symlink {
             target: target.display().to_string(),
         });
@@ -215,8 +249,7 @@ pub fn inspect(path: &Path) -> Result<Existing> {
     }
     // O_NOFOLLOW: if it became a symlink since, fail rather than hash what it points to.
     let file = open_nofollow(path)?;
-    let sha256 =
-        digest::sha256_reader(file).with_context(|| format!("reading {}", path.display()))?;
+    let sha256 = digest::sha256_reader(file).map_err(|e| Error::io("reading", path, e))?;
     Ok(Existing::Regular {
         sha256,
         mode: meta.permissions().mode(),
@@ -229,7 +262,7 @@ fn open_nofollow(path: &Path) -> Result<File> {
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .with_context(|| format!("opening {}", path.display()))
+        .map_err(|e| Error::io("opening", path, e))
 }
 
 /// A plugin name is a plain file name: letters, digits, `.`, `_`, `+`, `-`, not starting with
@@ -244,7 +277,7 @@ pub fn check_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::new(format!(
+        Err(Error::msg(format!(
             "invalid plugin name {name:?}: expected a file name of letters, digits, '.', '_', '+', '-', not starting with '.'"
         )))
     }
@@ -256,10 +289,9 @@ fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
         Some(plugins) => plugins.clone(),
         None => {
             let mut names = Vec::new();
-            let entries = fs::read_dir(&opts.from)
-                .with_context(|| format!("listing {}", opts.from.display()))?;
-            for entry in entries {
-                let entry = entry.with_context(|| format!("listing {}", opts.from.display()))?;
+            let listing = |e| Error::io("listing", &opts.from, e);
+            for entry in fs::read_dir(&opts.from).map_err(listing)? {
+                let entry = entry.map_err(listing)?;
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if !name.starts_with('.') && entry.path().is_file() {
                     names.push(name);
@@ -270,7 +302,7 @@ fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
         }
     };
     if plugins.is_empty() {
-        return Err(Error::new(format!(
+        return Err(Error::msg(format!(
             "no plugins to install from {}",
             opts.from.display()
         )));
@@ -279,7 +311,7 @@ fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
         check_name(&plugin.name)?;
         check_name(&plugin.source)?;
         if plugins[..i].iter().any(|p| p.name == plugin.name) {
-            return Err(Error::new(format!(
+            return Err(Error::msg(format!(
                 "{} is to be installed twice",
                 plugin.name
             )));
@@ -297,12 +329,19 @@ struct Planned {
     decision: Decision,
 }
 
-/// Installs the plugins; see the module's description.
+/// Installs the plugins (see the module's description) and logs what was done.
 pub fn install(opts: &Options) -> Result<Report> {
+    let _round = info_span!("install", to = %opts.to.display()).entered();
+    let report = install_plugins(opts)?;
+    report.log();
+    Ok(report)
+}
+
+fn install_plugins(opts: &Options) -> Result<Report> {
     let plugins = plugin_list(opts)?;
     let to = opts.to.as_path();
     if !to.is_dir() {
-        fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        fs::create_dir_all(to).map_err(|e| Error::io("creating", to, e))?;
     }
     let _lock = DirLock::acquire(to)?;
     let mut report = Report {
@@ -355,16 +394,16 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
             Decision::Keep(action) => action,
             Decision::Write(action) => {
                 write_plugin(to, &name, &plan.source, &plan.source_sha256, action, record)
-                    .map_err(|e| e.context(format!("installing {name}")))?
+                    .map_err(|e| Error::wrap(format!("installing {name}"), e))?
             }
             // refuse_foreign returned early for these.
             Decision::Refuse(why) | Decision::Impossible(why) => {
-                return Err(Error::new(format!("{name}: {why}")))
+                return Err(Error::msg(format!("{name}: {why}")))
             }
         };
         // The name itself answers, whether it was just written or already there.
-        let version =
-            verify::version(&to.join(&name)).map_err(|e| e.context(format!("checking {name}")))?;
+        let version = verify::version(&to.join(&name))
+            .map_err(|e| Error::wrap(format!("checking {name}"), e))?;
         let outcome = Outcome {
             name,
             source: plan.source_name,
@@ -382,9 +421,9 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
 }
 
 fn source_digest(source: &Path) -> Result<String> {
-    let meta = fs::metadata(source).with_context(|| format!("source {}", source.display()))?;
+    let meta = fs::metadata(source).map_err(|e| Error::io("source", source, e))?;
     if !meta.is_file() {
-        return Err(Error::new(format!(
+        return Err(Error::msg(format!(
             "source {} is not a regular file",
             source.display()
         )));
@@ -412,7 +451,7 @@ fn refuse_foreign(to: &Path, planned: &[Planned]) -> Result<()> {
     if refused.is_empty() {
         Ok(())
     } else {
-        Err(Error::new(format!(
+        Err(Error::msg(format!(
             "refusing to replace files cni-installer did not install, nothing was written: {}",
             refused.join("; ")
         )))
@@ -430,17 +469,18 @@ fn write_plugin(
     record: &mut Record,
 ) -> Result<Action> {
     let mut temp = Temp::create(to, name)?;
-    let mut from = File::open(source).with_context(|| format!("opening {}", source.display()))?;
-    let temp_path = temp.path().display().to_string();
+    let mut from = File::open(source).map_err(|e| Error::io("opening", source, e))?;
+    let temp_path = temp.path().to_path_buf();
     // File to file, std copies inside the kernel (copy_file_range) where it can.
     io::copy(&mut from, temp.file()?)
-        .with_context(|| format!("copying {} to {temp_path}", source.display()))?;
+        .map_err(|e| Error::io_pair("copying", source, &temp_path, e))?;
     temp.finish(MODE)?;
     // What is on disk, read back, and whether it runs, before it replaces anything.
     let written = digest::sha256_file(temp.path())?;
     if written != source_sha256 {
-        return Err(Error::new(format!(
-            "{temp_path} holds sha256 {}, not the source's {} (did {} change meanwhile?)",
+        return Err(Error::msg(format!(
+            "{} holds sha256 {}, not the source's {} (did {} change meanwhile?)",
+            temp_path.display(),
             short(&written),
             short(source_sha256),
             source.display()
@@ -482,10 +522,8 @@ fn keep_original(to: &Path, name: &str, entry: Option<&Entry>) -> Result<Option<
     let temp = to.join(atomic::temp_name(&format!("{name}.orig")));
     atomic::remove_if_exists(&temp)?;
     // link(2) does not follow a symlink: a symlink is kept as the symlink it is.
-    fs::hard_link(&target, &temp)
-        .with_context(|| format!("linking {} to {}", target.display(), temp.display()))?;
-    fs::rename(&temp, &orig_path)
-        .with_context(|| format!("renaming {} to {}", temp.display(), orig_path.display()))?;
+    fs::hard_link(&target, &temp).map_err(|e| Error::io_pair("linking", &target, &temp, e))?;
+    fs::rename(&temp, &orig_path).map_err(|e| Error::io_pair("renaming", &temp, &orig_path, e))?;
     Ok(Some(orig))
 }
 

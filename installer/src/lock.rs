@@ -8,7 +8,7 @@ use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 
 pub struct DirLock {
     _lock: Flock<File>,
@@ -17,9 +17,9 @@ pub struct DirLock {
 impl DirLock {
     /// Blocks until the lock on `dir` is ours.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        let file = File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+        let file = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
         let lock = Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| Error::new(format!("locking {}: {errno}", dir.display())))?;
+            .map_err(|(_, errno)| Error::io("locking", dir, errno.into()))?;
         Ok(DirLock { _lock: lock })
     }
 }

@@ -1,58 +1,53 @@
 //! `cni-installer`: see `cni-installer help` and installer/README.md.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use cni_installer::cli::{self, Command, NODE_NAME_ENV};
-use cni_installer::uninstall::Action;
-use cni_installer::{install, print_install_report, probe, run, uninstall, Result};
-
-fn log(line: &str) {
-    eprintln!("cni-installer: {line}");
-}
+use cni_installer::error::report;
+use cni_installer::{install, probe, run, uninstall};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let node_name = std::env::var(NODE_NAME_ENV).ok();
-    match cli::parse(&args, node_name.as_deref()).and_then(execute) {
+    // Plain lines on stderr: the kubelet keeps them, with its own timestamps. The libraries
+    // (the Kubernetes client, TLS) only speak up about what went wrong.
+    let only_ours = Targets::new()
+        .with_target("cni_installer", LevelFilter::INFO)
+        .with_default(LevelFilter::WARN);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .finish()
+        .with(only_ours)
+        .init();
+    match execute() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            log(&format!("error: {e}"));
+            tracing::error!("{}", report(e.as_ref()));
             ExitCode::FAILURE
         }
     }
 }
 
-fn execute(command: Command) -> Result<()> {
-    match command {
-        Command::Help => print!("{}", cli::USAGE),
-        Command::Install(opts) => print_install_report(&install::install(&opts)?, &log),
+fn execute() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let node_name = std::env::var(NODE_NAME_ENV).ok();
+    match cli::parse(&args, node_name.as_deref())? {
+        Command::Help(text) => std::io::stdout().write_all(text.as_bytes())?,
+        // Each logs what it did.
+        Command::Install(opts) => {
+            install::install(&opts)?;
+        }
         Command::Uninstall(opts) => {
-            let report = uninstall::uninstall(&opts)?;
-            for name in &report.swept {
-                log(&format!("removed {name}, left by an interrupted install"));
-            }
-            for (name, action) in &report.plugins {
-                log(&match action {
-                    Action::Removed => format!("{name}: removed"),
-                    Action::Restored { original } => format!("{name}: {original} put back"),
-                    Action::KeptChanged { now, original_left } => format!(
-                        "{name}: kept, changed since it was installed ({now}){}",
-                        original_left
-                            .as_ref()
-                            .map(|o| format!("; {o} left in place"))
-                            .unwrap_or_default()
-                    ),
-                    Action::Missing => format!("{name}: already gone"),
-                    Action::NotOurs => {
-                        format!("{name}: not installed by cni-installer, left alone")
-                    }
-                });
-            }
+            uninstall::uninstall(&opts)?;
         }
         Command::Probe(opts) => {
             probe::probe(&opts)?;
         }
-        Command::Run(opts) => run::run(&opts, &log)?,
+        Command::Run(opts) => run::run(&opts)?,
     }
     Ok(())
 }

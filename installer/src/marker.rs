@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-/// Which bridges a node agent marks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which bridges a node agent marks; `--mark linux-bridge` or `--mark ovs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mark {
     LinuxBridge,
     Ovs,
@@ -28,14 +28,6 @@ pub enum Mark {
 pub const QUANTITY: &str = "1k";
 
 impl Mark {
-    pub fn parse(s: &str) -> Option<Mark> {
-        match s {
-            "linux-bridge" => Some(Mark::LinuxBridge),
-            "ovs" => Some(Mark::Ovs),
-            _ => None,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             Mark::LinuxBridge => "linux-bridge",
@@ -353,10 +345,13 @@ mod tests {
     }
 
     #[test]
-    fn marks_parse() {
-        assert_eq!(Mark::parse("linux-bridge"), Some(Mark::LinuxBridge));
-        assert_eq!(Mark::parse("ovs"), Some(Mark::Ovs));
-        assert_eq!(Mark::parse("bridge"), None);
+    fn marks_are_named_as_on_the_command_line() {
+        use clap::ValueEnum;
+        for mark in Mark::value_variants() {
+            assert_eq!(Mark::from_str(mark.as_str(), false), Ok(*mark));
+        }
+        assert_eq!(Mark::value_variants(), [Mark::LinuxBridge, Mark::Ovs]);
+        assert!(Mark::from_str("bridge", false).is_err());
         assert_eq!(Mark::Ovs.resource("br1"), "ovs-cni.network.kubevirt.io/br1");
     }
 }

@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value;
 
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::marker::{self, Mark, Plan};
 
 pub struct NodeStatus {
@@ -38,7 +38,7 @@ impl NodeStatus {
             .api
             .get(&self.name)
             .await
-            .with_context(|| format!("reading node {}", self.name))?;
+            .map_err(|e| Error::kube(format!("reading node {}", self.name), e))?;
         Ok(node
             .status
             .and_then(|s| s.capacity)
@@ -53,7 +53,10 @@ impl NodeStatus {
         self.api
             .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .with_context(|| format!("patching the status of node {} with {patch}", self.name))?;
+            .map_err(|e| {
+                let action = format!("patching the status of node {} with {patch}", self.name);
+                Error::kube(action, e)
+            })?;
         Ok(())
     }
 

@@ -24,7 +24,7 @@ pub fn probe(opts: &Options) -> Result<Vec<String>> {
         None => record.plugins.keys().cloned().collect(),
     };
     if names.is_empty() {
-        return Err(Error::new(format!(
+        return Err(Error::msg(format!(
             "nothing installed in {} ({} lists no plugin)",
             to.display(),
             RECORD_FILE
@@ -40,23 +40,23 @@ pub fn probe(opts: &Options) -> Result<Vec<String>> {
 fn check_one(to: &Path, name: &str, record: &Record) -> Result<()> {
     let path = to.join(name);
     let Some(entry) = record.plugins.get(name) else {
-        return Err(Error::new(format!(
+        return Err(Error::msg(format!(
             "{} was not installed by cni-installer",
             path.display()
         )));
     };
     match inspect(&path)? {
         Existing::Regular { sha256, .. } if sha256 == entry.sha256 => Ok(()),
-        Existing::Regular { sha256, .. } => Err(Error::new(format!(
+        Existing::Regular { sha256, .. } => Err(Error::msg(format!(
             "{} has sha256 {sha256}, not the installed {}",
             path.display(),
             entry.sha256
         ))),
-        Existing::Missing => Err(Error::new(format!("{} is missing", path.display()))),
-        Existing::Symlink { target } => Err(Error::new(format!(
+        Existing::Missing => Err(Error::msg(format!("{} is missing", path.display()))),
+        Existing::Symlink { target } => Err(Error::msg(format!(
             "{} is a symlink to {target}, not the installed file",
             path.display()
         ))),
-        Existing::Other { kind } => Err(Error::new(format!("{} is a {kind}", path.display()))),
+        Existing::Other { kind } => Err(Error::msg(format!("{} is a {kind}", path.display()))),
     }
 }

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::atomic;
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 
 /// The record's file name in the destination directory.
 pub const RECORD_FILE: &str = ".cni-installer.json";
@@ -70,14 +70,11 @@ impl Record {
     pub fn load(dir: &Path) -> Result<Record> {
         let path = dir.join(RECORD_FILE);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
-                format!(
-                    "{} is not a record of cni-installer (move it away to start afresh)",
-                    path.display()
-                )
-            }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|source| Error::Record { path, source })
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Record::default()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) => Err(Error::io("reading", &path, e)),
         }
     }
 
@@ -99,8 +96,9 @@ impl Record {
             atomic::remove_if_exists(&dir.join(RECORD_FILE))?;
             return atomic::fsync_dir(dir);
         }
+        // Maps with string keys and strings: encoding cannot fail.
         let mut bytes = serde_json::to_vec_pretty(self)
-            .map_err(|e| Error::new(format!("encoding the record: {e}")))?;
+            .map_err(|e| Error::msg(format!("encoding the record: {e}")))?;
         bytes.push(b'\n');
         atomic::write_atomically(dir, RECORD_FILE, &bytes, 0o644)
     }

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::MissedTickBehavior;
+use tracing::{info, info_span, warn, Instrument};
 
 use crate::bridges::Source;
 use crate::cli::{MarkOptions, RunOptions};
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::install;
 use crate::marker::Published;
 use crate::node::NodeStatus;
@@ -27,15 +28,17 @@ const RESYNC: Duration = Duration::from_secs(10 * 60);
 /// read timeout is minutes) is given up, logged, and tried again at the next tick.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(20);
 
-pub fn run(opts: &RunOptions, log: &dyn Fn(&str)) -> Result<()> {
+pub fn run(opts: &RunOptions) -> Result<()> {
     // Before any runtime thread exists: nothing forks while a file is open for writing.
-    let report = install::install(&opts.install)?;
-    crate::print_install_report(&report, log);
+    install::install(&opts.install)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("starting the runtime")?;
-    let result = runtime.block_on(serve(opts.mark.as_ref(), log));
+        .map_err(|source| Error::System {
+            action: "starting the runtime",
+            source,
+        })?;
+    let result = runtime.block_on(serve(opts.mark.as_ref()));
     // A listing still running on a blocking thread when the signal came must not hold up the
     // exit: dropping the runtime would wait for it.
     runtime.shutdown_background();
@@ -50,54 +53,60 @@ async fn stop_signal(term: &mut Signal, int: &mut Signal) {
     }
 }
 
-async fn serve(mark: Option<&MarkOptions>, log: &dyn Fn(&str)) -> Result<()> {
-    let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+/// Starts catching the signal `kind`.
+fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
+    signal(kind).map_err(|source| Error::System { action, source })
+}
+
+async fn serve(mark: Option<&MarkOptions>) -> Result<()> {
+    let mut term = catch(SignalKind::terminate(), "handling SIGTERM")?;
+    let mut int = catch(SignalKind::interrupt(), "handling SIGINT")?;
     let Some(mark) = mark else {
-        log("installed; waiting for SIGTERM");
+        info!("installed; waiting for SIGTERM");
         stop_signal(&mut term, &mut int).await;
-        log("stopping");
+        info!("stopping");
         return Ok(());
     };
 
     let client = kube::Client::try_default()
         .await
-        .context("connecting to the API server")?;
+        .map_err(|e| Error::kube("connecting to the API server", e))?;
     let node = NodeStatus::new(client, &mark.node_name);
     let source = Arc::new(Source::open(mark.mark, &mark.ovsdb)?);
     let mut published = Published::new(RESYNC);
     let mut ticker = tokio::time::interval(mark.interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    log(&format!(
+    info!(
         "publishing {} bridges of node {} every {:?}",
         mark.mark.as_str(),
         node.name(),
         mark.interval
-    ));
-    loop {
+    );
+    for n in 1u64.. {
         tokio::select! {
             () = stop_signal(&mut term, &mut int) => break,
             _ = ticker.tick() => {}
         }
         // A round that fails or takes too long is logged and tried again at the next tick; a
         // listing that fails never publishes "no bridges". A signal ends it where it is.
+        let span = info_span!("mark", round = n);
         let this_round = tokio::time::timeout(
             ROUND_TIMEOUT,
-            round(&node, mark, &source, &mut published, log),
+            round(&node, mark, &source, &mut published).instrument(span.clone()),
         );
         tokio::select! {
             () = stop_signal(&mut term, &mut int) => break,
-            outcome = this_round => match outcome {
+            outcome = this_round => span.in_scope(|| match outcome {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => log(&format!("marking bridges: {e}")),
-                Err(_) => log(&format!(
+                Ok(Err(e)) => warn!("marking bridges: {}", e.report()),
+                Err(_) => warn!(
                     "marking bridges: not done in {}s, given up until the next tick",
                     ROUND_TIMEOUT.as_secs()
-                )),
-            },
+                ),
+            }),
         }
     }
-    log("stopping");
+    info!("stopping");
     Ok(())
 }
 
@@ -106,27 +115,24 @@ async fn round(
     mark: &MarkOptions,
     source: &Arc<Source>,
     published: &mut Published,
-    log: &dyn Fn(&str),
 ) -> Result<()> {
     let listing = Arc::clone(source);
     let bridges = tokio::task::spawn_blocking(move || listing.list())
         .await
-        .context("listing bridges")??;
+        .map_err(|e| Error::msg(format!("listing bridges: {e}")))??;
     let now = Instant::now();
     if !published.needs_sync(&bridges, now) {
         return Ok(());
     }
     let plan = node.publish(mark.mark, &bridges).await?;
     for bridge in &plan.added {
-        log(&format!("published {}", mark.mark.resource(bridge)));
+        info!("published {}", mark.mark.resource(bridge));
     }
     for bridge in &plan.removed {
-        log(&format!("withdrew {}", mark.mark.resource(bridge)));
+        info!("withdrew {}", mark.mark.resource(bridge));
     }
     for bridge in &plan.skipped {
-        log(&format!(
-            "bridge {bridge:?} is not published: not a valid resource name"
-        ));
+        warn!("bridge {bridge:?} is not published: not a valid resource name");
     }
     published.synced(bridges, now);
     Ok(())

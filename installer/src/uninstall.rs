@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use tracing::{info, info_span};
+
 use crate::atomic;
-use crate::error::{Context, Result};
+use crate::error::{Error, Result};
 use crate::install::{check_name, inspect, Existing};
 use crate::lock::DirLock;
 use crate::record::{self, Record};
@@ -46,7 +48,39 @@ pub struct Report {
     pub plugins: Vec<(String, Action)>,
 }
 
+impl Report {
+    /// One line per plugin, and one per temporary file swept.
+    pub fn log(&self) {
+        for name in &self.swept {
+            info!("removed {name}, left by an interrupted install");
+        }
+        for (name, action) in &self.plugins {
+            match action {
+                Action::Removed => info!("{name}: removed"),
+                Action::Restored { original } => info!("{name}: {original} put back"),
+                Action::KeptChanged { now, original_left } => info!(
+                    "{name}: kept, changed since it was installed ({now}){}",
+                    original_left
+                        .as_ref()
+                        .map(|o| format!("; {o} left in place"))
+                        .unwrap_or_default()
+                ),
+                Action::Missing => info!("{name}: already gone"),
+                Action::NotOurs => info!("{name}: not installed by cni-installer, left alone"),
+            }
+        }
+    }
+}
+
+/// Removes what the record lists (see the module's description) and logs what was done.
 pub fn uninstall(opts: &Options) -> Result<Report> {
+    let _round = info_span!("uninstall", to = %opts.to.display()).entered();
+    let report = uninstall_plugins(opts)?;
+    report.log();
+    Ok(report)
+}
+
+fn uninstall_plugins(opts: &Options) -> Result<Report> {
     let to = opts.to.as_path();
     let mut report = Report::default();
     if !to.is_dir() {
@@ -123,13 +157,8 @@ pub fn uninstall(opts: &Options) -> Result<Report> {
 fn put_back(target: &Path, original: Option<&Path>) -> Result<Option<String>> {
     match original {
         Some(original) => {
-            fs::rename(original, target).with_context(|| {
-                format!(
-                    "renaming {} back to {}",
-                    original.display(),
-                    target.display()
-                )
-            })?;
+            fs::rename(original, target)
+                .map_err(|e| Error::io_pair("renaming", original, target, e))?;
             Ok(Some(
                 original
                     .file_name()

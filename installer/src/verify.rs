@@ -9,8 +9,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use wait_timeout::ChildExt;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result, VersionError};
 
 /// A plugin that has not answered VERSION by then is broken.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,17 +63,22 @@ fn drain(
 
 /// Runs `path` with CNI_COMMAND=VERSION and parses its answer.
 pub fn version(path: &Path) -> Result<PluginVersion> {
-    let doing = || format!("running {} with CNI_COMMAND=VERSION", path.display());
-    let no_answer = || Error::new(format!("{}: no answer in {}s", doing(), TIMEOUT.as_secs()));
+    ask_version(path, TIMEOUT).map_err(|source| Error::Version {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `timeout` bounds the whole: the run, and the reading of what it printed.
+fn ask_version(path: &Path, timeout: Duration) -> std::result::Result<PluginVersion, VersionError> {
     let mut child = Command::new(path)
         .env_clear()
         .env("CNI_COMMAND", "VERSION")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .with_context(doing)?;
-    let deadline = Instant::now() + TIMEOUT;
+        .spawn()?;
+    let deadline = Instant::now() + timeout;
     // Both pipes are read while the plugin runs: one that fills a pipe (64 KiB) before it
     // exits would otherwise wait for a reader until the timeout.
     let (done, outputs) = mpsc::channel();
@@ -86,59 +92,47 @@ pub fn version(path: &Path) -> Result<PluginVersion> {
         pending += 1;
     }
     drop(done);
-    let status = loop {
-        if let Some(status) = child.try_wait().with_context(doing)? {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(no_answer());
-        }
-        thread::sleep(Duration::from_millis(2));
+    let Some(status) = child.wait_timeout(timeout)? else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(VersionError::NoAnswer { timeout });
     };
     // Its outputs end when it exits, unless it left a process behind that holds them open:
     // that is waited for no longer than the timeout either.
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     for _ in 0..pending {
         let left = deadline.saturating_duration_since(Instant::now());
-        let (stream, bytes) = outputs.recv_timeout(left).map_err(|_| {
-            Error::new(format!(
-                "{}: exited ({status}) but its output was still open after {}s",
-                doing(),
-                TIMEOUT.as_secs()
-            ))
-        })?;
-        let bytes = bytes.with_context(doing)?;
+        let (stream, bytes) = outputs
+            .recv_timeout(left)
+            .map_err(|_| VersionError::OutputOpen { status, timeout })?;
         match stream {
-            Stream::Stdout => stdout = bytes,
-            Stream::Stderr => stderr = bytes,
+            Stream::Stdout => stdout = bytes?,
+            Stream::Stderr => stderr = bytes?,
         }
     }
     if !status.success() {
-        return Err(Error::new(format!(
-            "{}: {status}: {}{}",
-            doing(),
-            String::from_utf8_lossy(&stdout).trim(),
-            String::from_utf8_lossy(&stderr).trim()
-        )));
+        return Err(VersionError::Failed {
+            status,
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&stdout).trim(),
+                String::from_utf8_lossy(&stderr).trim()
+            ),
+        });
     }
-    parse(&stdout).map_err(|e| e.context(doing()))
+    parse(&stdout)
 }
 
 /// Parses a VERSION answer: both fields present, neither empty.
-pub fn parse(stdout: &[u8]) -> Result<PluginVersion> {
-    let v: PluginVersion = serde_json::from_slice(stdout).with_context(|| {
-        format!(
-            "not a CNI version answer: {:?}",
-            String::from_utf8_lossy(stdout).trim()
-        )
-    })?;
+pub fn parse(stdout: &[u8]) -> std::result::Result<PluginVersion, VersionError> {
+    let output = || String::from_utf8_lossy(stdout).trim().to_string();
+    let v: PluginVersion =
+        serde_json::from_slice(stdout).map_err(|source| VersionError::NotAnAnswer {
+            output: output(),
+            source,
+        })?;
     if v.cni_version.is_empty() || v.supported_versions.is_empty() {
-        return Err(Error::new(format!(
-            "empty cniVersion or supportedVersions: {:?}",
-            String::from_utf8_lossy(stdout).trim()
-        )));
+        return Err(VersionError::Empty { output: output() });
     }
     Ok(v)
 }
@@ -164,16 +158,11 @@ mod tests {
         }
     }
 
-    /// A script in a directory of its own; its path. Written before it is run, it may be busy
-    /// for an instant if another test's fork still holds the write descriptor: retried.
-    fn script(name: &str, body: &str) -> std::path::PathBuf {
+    /// A script `name` in `dir`; its path. Written before it is run, it may be busy for an
+    /// instant if another test's fork still holds the write descriptor: retried.
+    fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!(
-            "cni-installer-verify-{}-{name}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         path
@@ -182,7 +171,7 @@ mod tests {
     fn version_retrying_busy(path: &Path) -> Result<PluginVersion> {
         for _ in 0..20 {
             match version(path) {
-                Err(e) if e.msg().contains("Text file busy") => {
+                Err(e) if e.report().contains("Text file busy") => {
                     thread::sleep(Duration::from_millis(10))
                 }
                 other => return other,
@@ -195,9 +184,11 @@ mod tests {
     /// so it answers at once rather than blocking until the timeout.
     #[test]
     fn a_plugin_printing_more_than_a_pipe_holds_is_read_while_it_runs() {
+        let dir = tempfile::tempdir().expect("temp dir");
         let blanks = " ".repeat(300 * 1024);
         let answer = r#"{"cniVersion":"1.1.0","supportedVersions":["1.0.0","1.1.0"]}"#;
         let chatty = script(
+            &dir,
             "chatty",
             &format!("echo '{blanks}' >&2\necho '{blanks}{answer}'\necho '{blanks}' >&2\n"),
         );
@@ -207,14 +198,33 @@ mod tests {
         assert!(started.elapsed() < TIMEOUT / 2, "{:?}", started.elapsed());
 
         // Failing after as much on stderr: its exit status, not a timeout.
-        let failing = script("failing", &format!("echo '{blanks}' >&2\nexit 3\n"));
+        let failing = script(&dir, "failing", &format!("echo '{blanks}' >&2\nexit 3\n"));
         let started = Instant::now();
         let err = version_retrying_busy(&failing).expect_err("exit 3");
-        assert!(err.msg().contains("exit status: 3"), "{}", err.msg().trim());
+        assert!(err.report().contains("exit status: 3"), "{}", err.report());
         assert!(started.elapsed() < TIMEOUT / 2, "{:?}", started.elapsed());
-        for path in [chatty, failing] {
-            let _ = std::fs::remove_dir_all(path.parent().expect("dir"));
-        }
+    }
+
+    /// One that never answers is killed when its time is up, and said to be silent.
+    #[test]
+    fn a_plugin_that_does_not_answer_in_time_is_killed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let silent = script(&dir, "silent", "exec sleep 30\n");
+        let timeout = Duration::from_secs(1);
+        let started = Instant::now();
+        let err = loop {
+            match ask_version(&silent, timeout) {
+                Err(VersionError::Io(e)) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    thread::sleep(Duration::from_millis(10))
+                }
+                other => break other.expect_err("no answer"),
+            }
+        };
+        assert!(matches!(err, VersionError::NoAnswer { .. }), "{err}");
+        assert_eq!(err.to_string(), "no answer in 1s");
+        // It is waited for once killed: back long before the sleep would have ended.
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(20), "{took:?}");
     }
 
     #[test]
@@ -222,6 +232,9 @@ mod tests {
         assert!(version(Path::new("/nonexistent/plugin")).is_err());
         // `false` exits 1 and prints nothing.
         let err = version(Path::new("/bin/false")).expect_err("exit 1");
-        assert!(err.msg().contains("exit status: 1"), "{err}");
+        assert_eq!(
+            err.report(),
+            "running /bin/false with CNI_COMMAND=VERSION: exit status: 1: "
+        );
     }
 }

@@ -128,5 +128,5 @@ fn ovs_bridges_are_read_from_ovsdb() {
     // An unreachable OVSDB is an error, never an empty list (which would withdraw every bridge).
     drop(server);
     let err = source.list().expect_err("ovsdb-server is gone");
-    assert!(err.msg().contains("OVSDB"), "{err}");
+    assert!(err.report().contains("OVSDB"), "{}", err.report());
 }

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cni_installer::record::{Record, RECORD_FILE};
 use common::*;
@@ -141,10 +141,68 @@ impl Observer {
     }
 }
 
-/// The installer is killed at several moments while it installs a large binary (a plugin with
-/// 8 MiB of padding): whatever the moment, the target is the old file or the new one, whole
-/// and executable, and the next install completes and removes the temporary file. Throughout,
-/// an observer checks that the name is never missing nor a partial file.
+/// A moment of an install of the big binary over the small one, recognised by what the install
+/// has left in the destination directory so far. The test waits for the state, not for a time,
+/// so the moments are the same however loaded the machine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// Just started: nothing written yet.
+    AtOnce,
+    /// The temporary file exists (being written, fsynced, or run for VERSION).
+    TempCreated,
+    /// The temporary file holds the whole binary (its checks are running).
+    TempComplete,
+    /// The record names the new binary as pending: the rename is next.
+    PendingRecorded,
+    /// The new binary is in place; the record may not say so yet.
+    Renamed,
+}
+
+impl Moment {
+    fn reached(self, dst: &Path, new_size: u64) -> bool {
+        let size = |name: &str| fs::metadata(dst.join(name)).map(|m| m.len()).ok();
+        match self {
+            Moment::AtOnce => true,
+            Moment::TempCreated => size(".tuning.cni-installer.tmp").is_some(),
+            Moment::TempComplete => size(".tuning.cni-installer.tmp") == Some(new_size),
+            Moment::PendingRecorded => {
+                fs::read_to_string(dst.join(RECORD_FILE)).is_ok_and(|r| r.contains("\"pending\""))
+            }
+            Moment::Renamed => size("tuning") == Some(new_size),
+        }
+    }
+
+    /// Whether a kill at this moment must leave the temporary file; such a moment is tried
+    /// again when the install got past it before the kill landed.
+    fn leaves_the_temp(self) -> bool {
+        matches!(self, Moment::TempCreated | Moment::TempComplete)
+    }
+}
+
+/// Starts installing `from` into `dst`, waits until `moment` is reached (or the install is
+/// over), and SIGKILLs it.
+fn kill_install_at(moment: Moment, args: &[String], dst: &Path, new_size: u64) {
+    let mut child = Command::new(installer())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start cni-installer");
+    while !moment.reached(dst, new_size) {
+        if child.try_wait().expect("wait").is_some() {
+            return;
+        }
+        thread::yield_now();
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let _ = kill(pid, Signal::SIGKILL);
+    let _ = child.wait();
+}
+
+/// The installer is killed at each moment of an install of a large binary (a plugin with 8 MiB
+/// of padding): whatever the moment, the target is the old file or the new one, whole and
+/// executable, and the next install completes and removes the temporary file. Throughout, an
+/// observer checks that the name is never missing nor a partial file.
 #[test]
 fn sigkill_mid_install_leaves_the_old_or_the_new_binary() {
     let t = TestDir::new("kill");
@@ -170,61 +228,57 @@ fn sigkill_mid_install_leaves_the_old_or_the_new_binary() {
     };
     let install = |from: &std::path::Path| run_ok(&args(from).each_ref().map(String::as_str));
 
-    // How long a whole install of the big binary takes here.
-    install(&small);
-    let started = Instant::now();
-    install(&big);
-    let whole = started.elapsed();
+    for moment in [
+        Moment::AtOnce,
+        Moment::TempCreated,
+        Moment::TempComplete,
+        Moment::PendingRecorded,
+        Moment::Renamed,
+    ] {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            install(&small);
+            assert_eq!(sha256(&target), old);
+            let observer = Observer::start(&target, sizes);
+            kill_install_at(moment, &args(&big), &dst, sizes[1]);
 
-    let (mut saw_old, mut saw_new, mut saw_temp) = (0, 0, 0);
-    for percent in [2u32, 10, 25, 40, 55, 70, 80, 90, 95, 100, 110, 130] {
-        install(&small);
-        assert_eq!(sha256(&target), old);
-        let observer = Observer::start(&target, sizes);
-        let mut child = Command::new(installer())
-            .args(args(&big))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start cni-installer");
-        thread::sleep(whole * percent / 100);
-        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-        let _ = kill(pid, Signal::SIGKILL);
-        let _ = child.wait();
+            let now = sha256(&target);
+            assert!(
+                now == old || now == new,
+                "after a kill at {moment:?}: the target is neither the old nor the new binary"
+            );
+            assert_eq!(mode(&target), 0o755, "after a kill at {moment:?}");
+            let answer = version_of(&target).expect("the target runs");
+            assert!(answer.contains("cniVersion"), "{answer}");
+            let temp_left = dst.join(".tuning.cni-installer.tmp").exists();
+            match moment {
+                Moment::AtOnce => assert_eq!(now, old, "killed before it wrote anything"),
+                Moment::Renamed => assert_eq!(now, new, "killed after the rename"),
+                _ if temp_left => assert_eq!(now, old, "a temporary file left: not renamed"),
+                _ => {}
+            }
 
-        let now = sha256(&target);
-        assert!(
-            now == old || now == new,
-            "after a kill at {percent}%: the target is neither the old nor the new binary"
-        );
-        assert_eq!(mode(&target), 0o755, "after a kill at {percent}%");
-        let answer = version_of(&target).expect("the target runs");
-        assert!(answer.contains("cniVersion"), "{answer}");
-        if now == old {
-            saw_old += 1;
-        } else {
-            saw_new += 1;
+            let log = install(&big);
+            observer.finish(&format!("kill at {moment:?} and the install after it"));
+            assert_eq!(sha256(&target), new);
+            assert_eq!(
+                log.contains("removed .tuning.cni-installer.tmp"),
+                temp_left,
+                "after a kill at {moment:?}: {log}"
+            );
+            assert_eq!(listing(&dst), [".cni-installer.json", "tuning"]);
+            run_ok(&["probe", "--to", &d, "--plugins", "tuning"]);
+
+            if temp_left || !moment.leaves_the_temp() {
+                break;
+            }
+            assert!(
+                attempts < 20,
+                "{attempts} installs got past {moment:?} before the kill landed"
+            );
         }
-        let temp_left = dst.join(".tuning.cni-installer.tmp").exists();
-        saw_temp += u32::from(temp_left);
-
-        let log = install(&big);
-        observer.finish(&format!("kill at {percent}% and the install after it"));
-        assert_eq!(sha256(&target), new);
-        assert_eq!(
-            log.contains("removed .tuning.cni-installer.tmp"),
-            temp_left,
-            "after a kill at {percent}%: {log}"
-        );
-        assert_eq!(listing(&dst), [".cni-installer.json", "tuning"]);
-        run_ok(&["probe", "--to", &d, "--plugins", "tuning"]);
     }
-    // The kills did land inside installs, not only before or after them.
-    let counts =
-        format!("whole install {whole:?}: old {saw_old}, new {saw_new}, temp left {saw_temp}");
-    assert!(saw_temp > 0, "no kill left a temporary file; {counts}");
-    assert!(saw_old > 0, "no kill left the old binary; {counts}");
-    eprintln!("{counts}");
 }
 
 /// A temporary file the installer cannot have written completely is never renamed into place:

@@ -21,6 +21,7 @@ use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
+use wait_timeout::ChildExt;
 
 /// The Node `node-1` as the fake API server holds it, every PATCH body it received, and every
 /// request it refused as RBAC would. With `hang`, a GET of the Node is never answered (and
@@ -183,16 +184,13 @@ fn bridge_keys(c: &Cluster) -> Vec<String> {
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
     kill(pid, Signal::SIGTERM).expect("SIGTERM");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() > deadline {
+    match child.wait_timeout(Duration::from_secs(10)).expect("wait") {
+        Some(status) => status,
+        None => {
             let _ = kill(pid, Signal::SIGKILL);
+            let _ = child.wait();
             panic!("cni-installer run did not stop on SIGTERM");
         }
-        thread::sleep(Duration::from_millis(20));
     }
 }
 

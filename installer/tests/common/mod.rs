@@ -8,7 +8,6 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::thread;
 
@@ -54,23 +53,19 @@ pub fn run_err(args: &[&str]) -> String {
 
 /// A directory of the test's own under the target directory (a real filesystem, not tmpfs),
 /// removed on drop.
-pub struct TestDir(PathBuf);
+pub struct TestDir(tempfile::TempDir);
 
 impl TestDir {
     pub fn new(tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "installer-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("create test dir");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("installer-{tag}-"))
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("create test dir");
         TestDir(dir)
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// The `src` and `dst` subdirectories, as paths and as the strings the command line takes.
@@ -82,19 +77,13 @@ impl TestDir {
 
     /// A subdirectory, created.
     pub fn sub(&self, name: &str) -> PathBuf {
-        let p = self.0.join(name);
+        let p = self.path().join(name);
         fs::create_dir_all(&p).expect("create subdir");
         p
     }
 
     pub fn str(&self, name: &str) -> String {
         self.sub(name).display().to_string()
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 
