@@ -52,8 +52,14 @@ mod tests {
         let undone = RefCell::new(Vec::new());
         {
             let mut r = Rollback::new();
-            r.push("veth", || Ok(undone.borrow_mut().push("veth")));
-            r.push("lease", || Ok(undone.borrow_mut().push("lease")));
+            r.push("veth", || {
+                undone.borrow_mut().push("veth");
+                Ok(())
+            });
+            r.push("lease", || {
+                undone.borrow_mut().push("lease");
+                Ok(())
+            });
         }
         assert_eq!(*undone.borrow(), ["lease", "veth"]);
     }
@@ -63,7 +69,10 @@ mod tests {
         let undone = RefCell::new(Vec::new());
         {
             let mut r = Rollback::new();
-            r.push("veth", || Ok(undone.borrow_mut().push("veth")));
+            r.push("veth", || {
+                undone.borrow_mut().push("veth");
+                Ok(())
+            });
             r.push("rules", || Err(Error::system("nft refused")));
         }
         assert_eq!(*undone.borrow(), ["veth"]);
@@ -73,7 +82,10 @@ mod tests {
     fn committing_keeps_everything() {
         let undone = RefCell::new(Vec::new());
         let mut r = Rollback::new();
-        r.push("veth", || Ok(undone.borrow_mut().push("veth")));
+        r.push("veth", || {
+            undone.borrow_mut().push("veth");
+            Ok(())
+        });
         r.commit();
         assert!(undone.borrow().is_empty());
     }

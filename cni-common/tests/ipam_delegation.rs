@@ -132,9 +132,7 @@ fn a_delegate_error_keeps_its_code_and_message() {
         "ipam": {"type": "host-local", "subnet": "not-a-subnet", "dataDir": dir.0}
     });
     let add = request(Command::Add, &conf, &[Path::new(GO_PLUGINS)]);
-    let e = exec_add("host-local", &add, &mut Rollback::new())
-        .err()
-        .expect("IPAM ADD fails");
+    let e = exec_add("host-local", &add, &mut Rollback::new()).expect_err("IPAM ADD fails");
     assert_ne!(
         e.code(),
         Code::Ipam,
@@ -149,9 +147,7 @@ fn a_missing_delegate_is_code_101_naming_the_path() {
     let conf = host_local_conf(Path::new("/nonexistent"));
     let empty = Dir::new("empty");
     let add = request(Command::Add, &conf, &[&empty.0]);
-    let e = exec_add("host-local", &add, &mut Rollback::new())
-        .err()
-        .expect("not found");
+    let e = exec_add("host-local", &add, &mut Rollback::new()).expect_err("not found");
     assert_eq!(e.code(), Code::Ipam);
     assert!(e.msg().contains(&empty.0.display().to_string()), "{e}");
 }

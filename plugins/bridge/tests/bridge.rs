@@ -445,6 +445,7 @@ fn del_is_idempotent_and_succeeds_without_the_netns() {
 
 #[test]
 fn a_failed_ipam_del_still_removes_the_port_and_the_rules() {
+    netns_tests::skip_unless_root!();
     let node = Node::new("br-delfail");
     let conf = config(
         "brdf",

@@ -135,6 +135,7 @@ fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
 
 #[test]
 fn del_keeps_an_unreadable_state_file_and_says_so() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-corrupt-del");
     let conf = a.config(json!({"mtu": 1400}));
     expect_success(&a.call("ADD", &conf), "ADD");
@@ -153,6 +154,7 @@ fn del_keeps_an_unreadable_state_file_and_says_so() {
 
 #[test]
 fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
+    netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-corrupt-add");
     let conf = a.config(json!({"mtu": 1400}));
     expect_success(&a.call("ADD", &conf), "ADD");
@@ -174,6 +176,7 @@ fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
 
 #[test]
 fn gc_removes_unreadable_state_of_attachments_that_are_gone() {
+    netns_tests::skip_unless_root!();
     let keep = Attachment::new("tuning-corrupt-gc-keep");
     let lose = Attachment::new("tuning-corrupt-gc-lose");
     let dir = keep.data_dir.path();
