@@ -167,6 +167,7 @@ mod tests {
 
     #[test]
     fn current_is_same_as_current_and_run_stays_there() {
+        netns_tests::skip_unless_root!();
         let ns = NetNs::current().expect("current netns");
         assert!(ns.is_same_as_current().expect("stat"));
         let in_thread = ns.run(|| ns.is_same_as_current()).expect("run");
@@ -176,6 +177,7 @@ mod tests {
 
     #[test]
     fn run_returns_the_closures_error() {
+        netns_tests::skip_unless_root!();
         let ns = NetNs::current().expect("current netns");
         let err = ns
             .run(|| -> Result<()> { Err(Error::invalid_config("boom")) })

@@ -35,6 +35,7 @@ fn sample() -> CniResult {
 
 #[test]
 fn configure_iface_adds_the_interfaces_addresses_and_every_route() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     let index = veth_in(&nl, "net1", "peer1");
@@ -62,6 +63,7 @@ fn configure_iface_adds_the_interfaces_addresses_and_every_route() {
 
 #[test]
 fn check_iface_reports_a_missing_address_and_a_missing_route() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     let index = veth_in(&nl, "net1", "peer1");
@@ -78,6 +80,7 @@ fn check_iface_reports_a_missing_address_and_a_missing_route() {
 
 #[test]
 fn check_iface_names_the_addresses_the_interface_has_as_ip_prints_them() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     let index = veth_in(&nl, "net1", "peer1");
@@ -91,6 +94,7 @@ fn check_iface_names_the_addresses_the_interface_has_as_ip_prints_them() {
 
 #[test]
 fn configure_iface_fails_on_a_route_the_kernel_refuses() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     let index = veth_in(&nl, "net1", "peer1");

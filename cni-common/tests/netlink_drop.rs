@@ -9,6 +9,7 @@ use cni_common::netlink::{Netlink, Veth};
 
 #[test]
 fn a_dropped_netlink_does_not_keep_its_namespace_alive() {
+    netns_tests::skip_unless_root!();
     // Our own thread goes to a throwaway namespace first, so nothing can reach the host.
     isolate();
     let (a, b) = (new_netns(), new_netns());

@@ -41,6 +41,7 @@ fn mac(s: &str) -> MacAddr {
 
 #[test]
 fn veth_peer_is_created_directly_in_the_other_netns() {
+    netns_tests::skip_unless_root!();
     isolate();
     let (host, cont) = (new_netns(), new_netns());
     let (nl_host, nl_cont) = (
@@ -93,6 +94,7 @@ fn veth_peer_is_created_directly_in_the_other_netns() {
 
 #[test]
 fn creating_an_existing_veth_fails_and_says_the_name_exists() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -130,6 +132,7 @@ fn creating_an_existing_veth_fails_and_says_the_name_exists() {
 
 #[test]
 fn missing_links_are_none() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -147,6 +150,7 @@ fn missing_links_are_none() {
 
 #[test]
 fn link_settings_read_back() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -206,6 +210,7 @@ fn link_settings_read_back() {
 
 #[test]
 fn link_set_name_keeps_the_index() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -218,6 +223,7 @@ fn link_set_name_keeps_the_index() {
 
 #[test]
 fn link_del_is_idempotent_and_takes_the_peer_along() {
+    netns_tests::skip_unless_root!();
     isolate();
     let (a, b) = (new_netns(), new_netns());
     let (nl_a, nl_b) = (
@@ -252,6 +258,7 @@ fn link_del_is_idempotent_and_takes_the_peer_along() {
 
 #[test]
 fn addr_add_and_list() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -284,6 +291,7 @@ fn addr_add_and_list() {
 
 #[test]
 fn link_set_netns_moves_the_link() {
+    netns_tests::skip_unless_root!();
     isolate();
     let (a, b) = (new_netns(), new_netns());
     let (nl_a, nl_b) = (
@@ -299,6 +307,7 @@ fn link_set_netns_moves_the_link() {
 
 #[test]
 fn in_netns_sees_only_that_namespace() {
+    netns_tests::skip_unless_root!();
     isolate();
     let (a, b) = (new_netns(), new_netns());
     let (nl_a, nl_b) = (
@@ -321,6 +330,7 @@ fn in_netns_sees_only_that_namespace() {
 
 #[test]
 fn link_add_bridge_tolerates_an_existing_bridge_and_reports_it() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     assert!(nl
@@ -339,6 +349,7 @@ fn link_add_bridge_tolerates_an_existing_bridge_and_reports_it() {
 
 #[test]
 fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     nl.link_add_bridge("cnit-br2", None, false).expect("bridge");
@@ -381,6 +392,7 @@ fn ports_of_a_bridge_are_listed_with_their_alias_and_port_flags_apply() {
 
 #[test]
 fn links_of_one_kind_are_listed_and_nothing_else() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     assert!(nl.link_list_kind("bridge").expect("no bridges").is_empty());

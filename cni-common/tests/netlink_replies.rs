@@ -41,6 +41,7 @@ fn ip_batch(ns: &NetNs, commands: &str) {
 
 #[test]
 fn a_link_reply_larger_than_the_receive_buffer_is_read_whole() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -78,6 +79,7 @@ fn a_link_reply_larger_than_the_receive_buffer_is_read_whole() {
 
 #[test]
 fn an_address_dump_over_many_datagrams_is_walked_to_the_end() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -114,6 +116,7 @@ fn an_address_dump_over_many_datagrams_is_walked_to_the_end() {
 
 #[test]
 fn kernel_errors_carry_the_errno_text_and_the_extended_ack() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
@@ -144,6 +147,7 @@ fn kernel_errors_carry_the_errno_text_and_the_extended_ack() {
 
 #[test]
 fn one_netlink_serves_several_threads() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");

@@ -54,6 +54,7 @@ impl Drop for NamedNetns {
 
 #[test]
 fn run_enters_the_netns_and_leaves_the_caller_where_it_was() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let mine = NetNs::current().expect("current");
@@ -68,6 +69,7 @@ fn run_enters_the_netns_and_leaves_the_caller_where_it_was() {
 
 #[test]
 fn sysctl_write_in_a_netns_changes_only_that_netns() {
+    netns_tests::skip_unless_root!();
     isolate();
     let (a, b) = (new_netns(), new_netns());
     let nl = Netlink::in_netns(&a).expect("netlink");
@@ -104,6 +106,7 @@ fn sysctl_write_in_a_netns_changes_only_that_netns() {
 
 #[test]
 fn open_if_exists_is_none_after_ip_netns_del() {
+    netns_tests::skip_unless_root!();
     isolate();
     let named = NamedNetns::add();
     let ns = NetNs::open(named.path()).expect("open named netns");
@@ -122,6 +125,7 @@ fn open_if_exists_is_none_after_ip_netns_del() {
 
 #[test]
 fn open_if_exists_is_none_for_an_unmounted_bind_target() {
+    netns_tests::skip_unless_root!();
     isolate();
     // What a runtime can leave behind: the mount is gone, the empty file stays.
     let named = NamedNetns::add();
@@ -137,6 +141,7 @@ fn open_if_exists_is_none_for_an_unmounted_bind_target() {
 
 #[test]
 fn netns_fd_paths_of_a_process_open() {
+    netns_tests::skip_unless_root!();
     isolate();
     let ns = new_netns();
     let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&ns));

@@ -23,6 +23,7 @@ fn names(list: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn linux_bridges_are_listed_and_nothing_else() {
+    netns_tests::skip_unless_root!();
     let ns = new_netns();
     let nl = Netlink::in_netns(&ns).expect("netlink");
     assert!(bridges::linux_bridges(&nl).expect("list").is_empty());
@@ -115,6 +116,7 @@ fn run(cmd: &mut Command) {
 
 #[test]
 fn ovs_bridges_are_read_from_ovsdb() {
+    netns_tests::skip_unless_root!();
     let t = TestDir::new("ovsdb");
     let server = OvsdbServer::start(t.path());
     let source = Source::open(Mark::Ovs, &server.endpoint()).expect("source");

@@ -227,6 +227,7 @@ fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Ch
 
 #[test]
 fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
+    netns_tests::skip_unless_root!();
     let t = TestDir::new("run");
     let (src, _dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
@@ -321,6 +322,7 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
 /// (the client's own read timeout is minutes, the pod's grace period 30 s).
 #[test]
 fn sigterm_stops_run_while_the_api_server_does_not_answer() {
+    netns_tests::skip_unless_root!();
     let t = TestDir::new("run-hung");
     let (src, _dst, s, d) = t.src_dst();
     write_plugin(&src, "bridge", b'b', 10);
@@ -358,6 +360,7 @@ fn sigterm_stops_run_while_the_api_server_does_not_answer() {
 
 #[test]
 fn run_without_mark_waits_and_a_failed_install_exits_non_zero() {
+    netns_tests::skip_unless_root!();
     let t = TestDir::new("run-plain");
     let (src, dst, s, d) = t.src_dst();
     write_plugin(&src, "tuning", b't', 10);

@@ -109,6 +109,7 @@ const MAC: [u8; 6] = [0x02, 0x42, 0xac, 0x11, 0x00, 0x02];
 
 #[test]
 fn a_bridge_spoof_check_is_what_nft_makes_from_the_same_text() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     nf.apply(&spoofchk_objects(
         &Table::new(Family::Bridge, "ours"),
@@ -134,6 +135,7 @@ fn a_bridge_spoof_check_is_what_nft_makes_from_the_same_text() {
 
 #[test]
 fn masquerade_rules_are_what_nft_makes_from_the_same_text() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Inet, "ours");
     let saddr4 = Set::verdict_map(&table, "saddr4", KeyType::Ipv4Addr);
@@ -217,6 +219,7 @@ fn masquerade_rules_are_what_nft_makes_from_the_same_text() {
 
 #[test]
 fn listing_reads_back_chains_rules_and_map_elements() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Bridge, "t");
     nf.apply(&spoofchk_objects(&table, "veth1", MAC))
@@ -247,6 +250,7 @@ fn listing_reads_back_chains_rules_and_map_elements() {
 
 #[test]
 fn listing_a_missing_table_finds_nothing() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Inet, "absent");
     assert!(nf.list_chains(&table).expect("chains").is_empty());
@@ -257,6 +261,7 @@ fn listing_a_missing_table_finds_nothing() {
 
 #[test]
 fn deleting_what_is_missing_is_not_found_and_undoes_the_whole_batch() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Inet, "t");
     let mut batch = Batch::new();
@@ -275,6 +280,7 @@ fn deleting_what_is_missing_is_not_found_and_undoes_the_whole_batch() {
 
 #[test]
 fn an_element_mapped_elsewhere_is_exists_and_the_same_one_is_no_error() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Bridge, "t");
     nf.apply(&spoofchk_objects(&table, "veth1", MAC))
@@ -297,6 +303,7 @@ fn an_element_mapped_elsewhere_is_exists_and_the_same_one_is_no_error() {
 
 #[test]
 fn deleting_elements_rules_and_chains_leaves_the_rest() {
+    netns_tests::skip_unless_root!();
     let mut nf = fresh_netns();
     let table = Table::new(Family::Bridge, "t");
     nf.apply(&spoofchk_objects(&table, "veth1", MAC))

@@ -77,6 +77,7 @@ fn key() -> AttachmentKey {
 
 #[test]
 fn the_spoof_check_is_what_the_previous_release_made() {
+    netns_tests::skip_unless_root!();
     let mac: MacAddr = "02:42:ac:11:00:02".parse().expect("mac");
     let label = "net1/c0ffee/eth0";
     let ours = in_new_netns(|| {
@@ -107,6 +108,7 @@ fn the_spoof_check_is_what_the_previous_release_made() {
 
 #[test]
 fn the_masquerade_is_what_the_previous_release_made() {
+    netns_tests::skip_unless_root!();
     let addrs = [
         "10.1.0.2/24".parse().expect("v4"),
         "fd00:1::2/64".parse().expect("v6"),
@@ -158,6 +160,7 @@ fn the_masquerade_is_what_the_previous_release_made() {
 
 #[test]
 fn our_del_removes_what_the_previous_release_made() {
+    netns_tests::skip_unless_root!();
     let mac: MacAddr = "02:42:ac:11:00:03".parse().expect("mac");
     in_new_netns(|| {
         let t = "bridge cni_bridge_spoofchk";
