@@ -3,7 +3,7 @@
 //! witness of what was made.
 
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use nftables_netlink::matches::{self, Addr};
 use nftables_netlink::{
@@ -19,31 +19,12 @@ fn fresh_netns() -> Nftables {
     Nftables::new().expect("netfilter socket")
 }
 
-fn nft(args: &[&str], stdin: Option<&str>) -> String {
-    let mut child = Command::new("nft")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nft (package nftables) runs");
-    if let Some(script) = stdin {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(script.as_bytes())
-            .expect("writing to nft");
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("nft finishes");
-    assert!(
-        out.status.success(),
-        "nft {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// `nft ARGS` (with `script` on stdin): its stdout; the test fails if it does.
+fn nft(args: &[&str], script: Option<&str>) -> String {
+    let mut cmd = Command::new("nft");
+    cmd.args(args);
+    let out = netns_tests::run_command(cmd, script.unwrap_or_default().as_bytes());
+    netns_tests::expect_success(&out, &format!("nft {args:?}"))
 }
 
 /// `nft -j list table`, objects only, without handles and with the table renamed to `T`, so

@@ -4,8 +4,7 @@
 //! Each side is made in a network namespace of its own and compared through `nft -j list
 //! ruleset`.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use bridge::ipmasq::{ipmasq_setup, ReferenceNames};
 use bridge::spoofchk::spoofchk_setup;
@@ -27,30 +26,12 @@ fn in_new_netns<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+/// `nft ARGS` (with `script` on stdin): its stdout; the test fails if it does.
 fn nft(args: &[&str], script: Option<&str>) -> String {
-    let mut child = Command::new("nft")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nft (package nftables) runs");
-    if let Some(script) = script {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(script.as_bytes())
-            .expect("writing the script");
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("nft finishes");
-    assert!(
-        out.status.success(),
-        "nft {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let mut cmd = Command::new("nft");
+    cmd.args(args);
+    let out = netns_tests::run_command(cmd, script.unwrap_or_default().as_bytes());
+    netns_tests::expect_success(&out, &format!("nft {args:?}"))
 }
 
 /// The ruleset as nft lists it, without the handles the kernel numbers objects with.
