@@ -88,7 +88,8 @@ fn sysctl_write_in_a_netns_changes_only_that_netns() {
     assert_eq!(b.run(|| sysctl_read(key)).expect("read b"), "0");
     let err = sysctl_read(key).expect_err("the host has no such link");
     assert!(
-        err.msg().starts_with(&format!("sysctl {key} does not exist")),
+        err.msg()
+            .starts_with(&format!("sysctl {key} does not exist")),
         "{err}"
     );
 
