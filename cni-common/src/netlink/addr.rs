@@ -49,14 +49,7 @@ impl Netlink {
 
     /// `ip addr del <addr> dev <index>`.
     pub fn addr_del(&self, index: u32, addr: IpNetwork) -> Result<()> {
-        let mut msg = AddressMessage::default();
-        msg.header.index = index;
-        msg.header.prefix_len = addr.prefix();
-        msg.header.family = match addr {
-            IpNetwork::V4(_) => AddressFamily::Inet,
-            IpNetwork::V6(_) => AddressFamily::Inet6,
-        };
-        msg.attributes.push(AddressAttribute::Local(addr.ip()));
+        let msg = address_message(index, addr);
         self.ack(RouteNetlinkMessage::DelAddress(msg), 0)
             .map_err(|e| Error::wrap(format!("ip addr del {addr} dev {index}"), e))
     }
@@ -64,14 +57,7 @@ impl Netlink {
     /// `ip addr add <addr> dev <index>`. IPv4 addresses get the subnet's broadcast address, as
     /// Go's netlink.AddrAdd gives them.
     pub fn addr_add(&self, index: u32, addr: IpNetwork) -> Result<()> {
-        let mut msg = AddressMessage::default();
-        msg.header.index = index;
-        msg.header.prefix_len = addr.prefix();
-        msg.header.family = match addr {
-            IpNetwork::V4(_) => AddressFamily::Inet,
-            IpNetwork::V6(_) => AddressFamily::Inet6,
-        };
-        msg.attributes.push(AddressAttribute::Local(addr.ip()));
+        let mut msg = address_message(index, addr);
         msg.attributes.push(AddressAttribute::Address(addr.ip()));
         if let IpNetwork::V4(net) = addr {
             // /31 and /32 have no broadcast address (RFC 3021).
@@ -86,4 +72,17 @@ impl Netlink {
         )
         .map_err(|e| Error::wrap(format!("ip addr add {addr} dev {index}"), e))
     }
+}
+
+/// A message about `addr` on link `index`: family, prefix length and IFA_LOCAL.
+fn address_message(index: u32, addr: IpNetwork) -> AddressMessage {
+    let mut msg = AddressMessage::default();
+    msg.header.index = index;
+    msg.header.prefix_len = addr.prefix();
+    msg.header.family = match addr {
+        IpNetwork::V4(_) => AddressFamily::Inet,
+        IpNetwork::V6(_) => AddressFamily::Inet6,
+    };
+    msg.attributes.push(AddressAttribute::Local(addr.ip()));
+    msg
 }

@@ -177,14 +177,8 @@ fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
 #[test]
 fn gc_removes_unreadable_state_of_attachments_that_are_gone() {
     netns_tests::skip_unless_root!();
-    let keep = Attachment::new("tuning-corrupt-gc-keep");
-    let lose = Attachment::new("tuning-corrupt-gc-lose");
+    let (keep, _lose, mut conf, _) = two_attachments_sharing_a_data_dir("tuning-corrupt-gc");
     let dir = keep.data_dir.path();
-    let mut conf = keep.config(json!({"mtu": 1400}));
-    expect_success(&keep.call("ADD", &conf), "ADD keep");
-    let mut lose_conf = lose.config(json!({"mtu": 1400}));
-    lose_conf["dataDir"] = json!(dir);
-    expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
     for file in netns_tests::files_under(dir) {
         std::fs::write(dir.join(file), "{not json").expect("corrupt the state");
     }
@@ -242,14 +236,8 @@ fn failed_add_rolls_back_what_it_already_changed() {
 #[test]
 fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
     netns_tests::skip_unless_root!();
-    let keep = Attachment::new("tuning-gc-keep");
-    let lose = Attachment::new("tuning-gc-lose");
+    let (keep, lose, mut conf, lose_conf) = two_attachments_sharing_a_data_dir("tuning-gc");
     let dir = keep.data_dir.path();
-    let mut conf = keep.config(json!({"mtu": 1400}));
-    expect_success(&keep.call("ADD", &conf), "ADD keep");
-    let mut lose_conf = lose.config(json!({"mtu": 1400}));
-    lose_conf["dataDir"] = json!(dir);
-    expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
     let mut other_net = lose_conf.clone();
     other_net["name"] = json!("othernet");
     let other = Attachment::new("tuning-gc-other");
@@ -438,4 +426,17 @@ fn an_add_whose_result_cannot_be_printed_changes_nothing() {
     assert_eq!(after.mtu, before.mtu);
     assert_eq!(after.mac(), before.mac());
     assert!(a.state_files().is_empty(), "state saved for a refused ADD");
+}
+
+/// Two attachments of one network after ADD (mtu 1400), both saving their state in the first
+/// one's data directory, and the two configs.
+fn two_attachments_sharing_a_data_dir(tag: &str) -> (Attachment, Attachment, Value, Value) {
+    let keep = Attachment::new(&format!("{tag}-keep"));
+    let lose = Attachment::new(&format!("{tag}-lose"));
+    let conf = keep.config(json!({"mtu": 1400}));
+    expect_success(&keep.call("ADD", &conf), "ADD keep");
+    let mut lose_conf = lose.config(json!({"mtu": 1400}));
+    lose_conf["dataDir"] = json!(keep.data_dir.path());
+    expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
+    (keep, lose, conf, lose_conf)
 }
