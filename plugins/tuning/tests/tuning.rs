@@ -236,7 +236,7 @@ fn failed_add_rolls_back_what_it_already_changed() {
 #[test]
 fn gc_forgets_only_this_networks_attachments_not_in_the_valid_list() {
     netns_tests::skip_unless_root!();
-    let (keep, lose, mut conf, lose_conf) = two_attachments_sharing_a_data_dir("tuning-gc");
+    let (keep, _lose, mut conf, lose_conf) = two_attachments_sharing_a_data_dir("tuning-gc");
     let dir = keep.data_dir.path();
     let mut other_net = lose_conf.clone();
     other_net["name"] = json!("othernet");
