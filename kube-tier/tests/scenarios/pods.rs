@@ -115,9 +115,10 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
         "default",
         PODS[0],
         PODS[1],
-        "--timeout=60s",
+        "--wait=false",
     ])?;
-    // The kubelet tears the sandboxes down (CNI DEL) shortly after the API objects go.
+    // What is under test is the CNI DEL the kubelet asks of containerd when it stops the
+    // sandboxes, not how soon the kubelet then lets the API objects go.
     let ipam = ctx.cluster.base().join("cni/ipam/kube-tier");
     let tuning = ctx.cluster.base().join("cni/tuning");
     wait_for("CNI DEL of both pods", Duration::from_secs(120), || {
@@ -125,7 +126,36 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
         let leases = ips.iter().filter(|ip| ipam.join(ip).exists()).count();
         Ok((ports + 2 <= before && leases == 0).then_some(()))
     })
-    .with_context(|| format!("ports now {:?}", bridge_ports(ctx).unwrap_or_default()))?;
+    .with_context(|| {
+        format!(
+            "ports now {:?}; containerd's last sandbox teardowns:\n{}",
+            bridge_ports(ctx).unwrap_or_default(),
+            ctx.cluster
+                .log_tail("containerd", 400)
+                .lines()
+                .filter(|l| l.contains("StopPodSandbox") || l.contains("TearDown"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    // Tuning's state is counted once the API objects are gone as well.
+    wait_for(
+        "the pods gone from the API",
+        Duration::from_secs(180),
+        || {
+            let left = ctx.kubectl(&[
+                "get",
+                "pods",
+                "-n",
+                "default",
+                "-l",
+                "kube-tier=net",
+                "-o",
+                "name",
+            ])?;
+            Ok(left.trim().is_empty().then_some(()))
+        },
+    )?;
     let state: Vec<String> = std::fs::read_dir(&tuning)
         .map(|d| {
             d.flatten()
