@@ -238,14 +238,16 @@ impl Ours {
     }
 }
 
-/// Whether the object carries our managed-by label.
+/// Whether the object carries our operator label, or the managed-by label of the releases
+/// before it.
 pub fn is_ours(object: &DynamicObject) -> bool {
-    object
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
+    let Some(l) = object.metadata.labels.as_ref() else {
+        return false;
+    };
+    l.get(labels::OPERATOR)
+        .is_some_and(|v| v == labels::OPERATOR_VALUE)
+        || l.get(labels::MANAGED_BY)
+            .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
 }
 
 /// Whether the API server refused an apply because it changes a field that cannot change.
@@ -396,14 +398,10 @@ pub fn owned_by_config(object: &DynamicObject) -> bool {
         .any(|r| r.kind == "NetworkAddonsConfig" && r.api_version.starts_with(GROUP))
 }
 
-/// The selector of what [`delete_unrendered`] considers: managed by us or by the upstream
-/// operator.
+/// The selector of what [`delete_unrendered`] considers: what carries the version label both
+/// we and the upstream operator stamp on everything, whatever the relationship labels say.
 pub fn deletable_selector() -> String {
-    format!(
-        "{} in ({},{UPSTREAM_MANAGED_BY_VALUE})",
-        labels::MANAGED_BY,
-        labels::MANAGED_BY_VALUE
-    )
+    labels::UPSTREAM_VERSION.to_string()
 }
 
 /// Deletes every object managed by us or by the upstream operator (see

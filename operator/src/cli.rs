@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+use kube::ResourceExt;
 
 use crate::defaults::{fill_defaults, random_prefix};
 use crate::error::{Error, Result};
@@ -218,7 +219,9 @@ pub fn render_cr(
             return Err(Error::InvalidConfig(unsafe_changes.join("\n")));
         }
     }
-    let yaml = render::to_yaml(&render::render(&applied, settings)?)?;
+    let mut objects = render::render(&applied, settings)?;
+    render::common::relationship_labels(&mut objects, cr.labels());
+    let yaml = render::to_yaml(&objects)?;
     let notes = cr
         .spec
         .not_deployed()

@@ -39,10 +39,11 @@ use crate::error::{describe, Error, Result};
 use crate::events::{self, Events};
 use crate::labels;
 use crate::metrics;
+use crate::render::common::relationship_labels;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
-use crate::status::{self, Health, Report, Rollout, RolloutTracker};
+use crate::status::{self, ComponentHealth, Health, Report, Rollout, RolloutTracker};
 use crate::validate;
 
 /// The record of the last applied spec (defaults filled), upstream's name and key.
@@ -268,6 +269,10 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     ctx.ours.set_owner(&owner.uid);
     let record = applied_configmap(&applied, &ctx.settings, &owner)?;
     let objects = match render(&applied, &ctx.settings)
+        .map(|mut r| {
+            relationship_labels(&mut r, nac.labels());
+            r
+        })
         .and_then(|r| prepare(r.into_iter().map(|r| r.object), &ctx.settings, &owner))
     {
         // The record is written last, by itself, whatever the render says about it.
@@ -335,7 +340,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         })
         .collect();
     let hung = ctx.rollouts.observe(&tracked, now);
-    let lines: Vec<String> = progressing.into_iter().map(|p| p.line).collect();
+    let lines: Vec<String> = progressing.iter().map(|p| p.line.clone()).collect();
     let health = if lines.is_empty() {
         Health::Available
     } else {
@@ -350,6 +355,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         version: ctx.settings.operator_version.clone(),
         containers: Some(status::containers(&objects)),
         not_deployed: Some(applied.not_deployed()),
+        components: Some(component_health(&applied, &progressing)),
         now,
     };
     let written = status::write(&ctx.client, CONFIG_NAME, |old| {
@@ -414,6 +420,7 @@ async fn fail(
         version: ctx.settings.operator_version.clone(),
         containers: None,
         not_deployed: None,
+        components: None,
         now,
     };
     ctx.metrics.set_cr_ready(false);
@@ -477,6 +484,7 @@ pub fn applied_configmap(
                 labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
                 labels::PART_OF: labels::PART_OF_VALUE,
                 labels::VERSION: settings.operator_version,
+                labels::OPERATOR: labels::OPERATOR_VALUE,
             },
             "ownerReferences": [owner],
         },
@@ -505,7 +513,7 @@ async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
 }
 
 /// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
-/// namespace, every one carries the managed-by label (deletion finds objects by it) and, but for
+/// namespace, every one carries the operator label (the watches find objects by it) and, but for
 /// a Namespace or a CRD, the NetworkAddonsConfig as its controlling owner.
 pub fn prepare(
     objects: impl IntoIterator<Item = Value>,
@@ -518,15 +526,50 @@ pub fn prepare(
         if kind.namespaced && object["metadata"]["namespace"].as_str().is_none() {
             object["metadata"]["namespace"] = Value::String(settings.namespace.clone());
         }
-        apply::ensure_label(&mut object, labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+        apply::ensure_label(&mut object, labels::OPERATOR, labels::OPERATOR_VALUE);
         apply::set_owner(&mut object, owner);
         out.push(object);
     }
     Ok(out)
 }
 
+/// Each component `applied` turns on, with its objects still rolling out, and each it asks for
+/// that is not deployed, with the reason.
+fn component_health(
+    applied: &NetworkAddonsConfigSpec,
+    progressing: &[Progress],
+) -> Vec<ComponentHealth> {
+    let mut out: Vec<ComponentHealth> = applied
+        .components()
+        .into_iter()
+        .map(|c| ComponentHealth {
+            key: c.key().to_string(),
+            progressing: progressing
+                .iter()
+                .filter(|p| p.component == c.key())
+                .map(|p| p.line.clone())
+                .collect(),
+            not_deployed: None,
+        })
+        .collect();
+    out.extend(
+        applied
+            .not_deployed()
+            .into_iter()
+            .filter(|n| n.is_component())
+            .map(|n| ComponentHealth {
+                key: n.component,
+                progressing: Vec::new(),
+                not_deployed: Some(n.reason),
+            }),
+    );
+    out
+}
+
 /// A rendered DaemonSet or Deployment still rolling out.
 struct Progress {
+    /// The spec key of its component.
+    component: String,
     /// Which object: what the rollout tracker keys its clock on.
     object: Identity,
     /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
@@ -597,6 +640,10 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
             None => Vec::new(),
         };
         out.push(Progress {
+            component: object["metadata"]["labels"][labels::OWN_COMPONENT]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
             object: id,
             line: if problems.is_empty() {
                 line

@@ -274,6 +274,13 @@ pub struct NotDeployed {
     pub reason: String,
 }
 
+impl NotDeployed {
+    /// Whether it names a component (rather than a setting such as `tlsSecurityProfile`).
+    pub fn is_component(&self) -> bool {
+        self.component != "tlsSecurityProfile"
+    }
+}
+
 /// The components this operator deploys, in render order (upstream's order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Component {

@@ -68,7 +68,51 @@ pub struct Report {
     pub containers: Option<Vec<ContainerImage>>,
     /// `None`: keep what the status has.
     pub not_deployed: Option<Vec<NotDeployed>>,
+    /// Each component the spec turns on, for its own condition. `None`: keep what the status
+    /// has (the configuration was not applied, so what runs is what ran before).
+    pub components: Option<Vec<ComponentHealth>>,
     pub now: Timestamp,
+}
+
+/// One component as this reconcile found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComponentHealth {
+    /// The spec key (`linuxBridge`).
+    pub key: String,
+    /// Its DaemonSets and Deployments still rolling out, one line each.
+    pub progressing: Vec<String>,
+    /// Why it is not deployed at all, when it is not.
+    pub not_deployed: Option<String>,
+}
+
+/// The type of a component's own condition: `LinuxBridgeAvailable` for `linuxBridge`, so
+/// `kubectl wait --for=condition=LinuxBridgeAvailable` waits for that component alone.
+pub fn component_condition_type(key: &str) -> String {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}Available", first.to_ascii_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+/// Whether `type_` is a component's own condition.
+fn is_component_condition(type_: &str) -> bool {
+    type_ != AVAILABLE && type_.ends_with(AVAILABLE)
+}
+
+/// The components' conditions as (type, (status, reason, message)).
+fn component_conditions(components: &[ComponentHealth]) -> Vec<(String, (String, String, String))> {
+    components
+        .iter()
+        .map(|c| {
+            let value = match (&c.not_deployed, c.progressing.is_empty()) {
+                (Some(why), _) => cond(false, "NotDeployed", why),
+                (None, false) => cond(false, "Deploying", &c.progressing.join("\n")),
+                (None, true) => cond(true, "AsExpected", ""),
+            };
+            (component_condition_type(&c.key), value)
+        })
+        .collect()
 }
 
 /// The status after `report`, given the current one: conditions keep their
@@ -111,30 +155,43 @@ pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkA
         ),
     };
     let now = format_time(report.now);
-    let conditions = [
-        (AVAILABLE, available),
-        (PROGRESSING, progressing),
-        (DEGRADED, degraded),
-    ]
-    .into_iter()
-    .map(|(type_, (status, reason, message))| {
-        let previous = old.conditions.iter().find(|c| c.type_ == type_);
-        let last_transition_time = match previous {
-            Some(p) if p.status == status && p.last_transition_time.is_some() => {
-                p.last_transition_time.clone()
+    let mut all: Vec<(String, (String, String, String))> = vec![
+        (AVAILABLE.to_string(), available),
+        (PROGRESSING.to_string(), progressing),
+        (DEGRADED.to_string(), degraded),
+    ];
+    match &report.components {
+        Some(components) => all.extend(component_conditions(components)),
+        None => all.extend(
+            old.conditions
+                .iter()
+                .filter(|c| is_component_condition(&c.type_))
+                .map(|c| {
+                    let value = (c.status.clone(), c.reason.clone(), c.message.clone());
+                    (c.type_.clone(), value)
+                }),
+        ),
+    }
+    let conditions = all
+        .into_iter()
+        .map(|(type_, (status, reason, message))| {
+            let previous = old.conditions.iter().find(|c| c.type_ == type_);
+            let last_transition_time = match previous {
+                Some(p) if p.status == status && p.last_transition_time.is_some() => {
+                    p.last_transition_time.clone()
+                }
+                _ => Some(now.clone()),
+            };
+            Condition {
+                type_,
+                status,
+                reason,
+                message,
+                last_heartbeat_time: Some(now.clone()),
+                last_transition_time,
             }
-            _ => Some(now.clone()),
-        };
-        Condition {
-            type_: type_.to_string(),
-            status,
-            reason,
-            message,
-            last_heartbeat_time: Some(now.clone()),
-            last_transition_time,
-        }
-    })
-    .collect();
+        })
+        .collect();
     NetworkAddonsConfigStatus {
         operator_version: Some(report.version.clone()),
         target_version: Some(report.version.clone()),
@@ -472,6 +529,7 @@ mod tests {
             version: "1.2.3".to_string(),
             containers: None,
             not_deployed: None,
+            components: None,
             now: at(secs),
         }
     }
@@ -508,6 +566,79 @@ mod tests {
         );
         assert_eq!(third.observed_version.as_deref(), Some("1.2.3"));
         assert_eq!(second.observed_version, None);
+    }
+
+    fn component(key: &str, progressing: &[&str], not_deployed: Option<&str>) -> ComponentHealth {
+        ComponentHealth {
+            key: key.to_string(),
+            progressing: progressing.iter().map(|s| s.to_string()).collect(),
+            not_deployed: not_deployed.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn each_component_has_its_own_available_condition() {
+        let line = "DaemonSet \"ns/ovs-cni-amd64\" update is rolling out";
+        let mut r = report(
+            Health::Deploying {
+                progressing: vec![line.to_string()],
+                hung: vec![],
+            },
+            0,
+        );
+        r.components = Some(vec![
+            component("linuxBridge", &[], None),
+            component("ovs", &[line], None),
+            component("nmstate", &[], Some("installed by its own operator")),
+        ]);
+        let next = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        let bridge = condition(&next, "LinuxBridgeAvailable");
+        assert_eq!(
+            (bridge.status.as_str(), bridge.reason.as_str()),
+            ("True", "AsExpected")
+        );
+        let ovs = condition(&next, "OvsAvailable");
+        assert_eq!(
+            (ovs.status.as_str(), ovs.reason.as_str()),
+            ("False", "Deploying")
+        );
+        assert_eq!(ovs.message, line);
+        let nmstate = condition(&next, "NmstateAvailable");
+        assert_eq!(
+            (nmstate.status.as_str(), nmstate.reason.as_str()),
+            ("False", "NotDeployed")
+        );
+    }
+
+    #[test]
+    fn a_component_turned_off_loses_its_condition() {
+        let mut r = report(Health::Available, 0);
+        r.components = Some(vec![component("ovs", &[], None)]);
+        let first = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        r.components = Some(vec![]);
+        let next = next_status(&first, &r);
+        assert!(next.conditions.iter().all(|c| c.type_ != "OvsAvailable"));
+    }
+
+    #[test]
+    fn a_failed_apply_keeps_the_components_conditions_of_what_runs() {
+        let mut r = report(Health::Available, 0);
+        r.components = Some(vec![component("ovs", &[], None)]);
+        let first = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        let failing = report(
+            Health::Failing {
+                reason: "FailedToValidate".to_string(),
+                message: "invalid configuration:\nx".to_string(),
+            },
+            60,
+        );
+        let next = next_status(&first, &failing);
+        let ovs = condition(&next, "OvsAvailable");
+        assert_eq!(ovs.status, "True");
+        assert_eq!(
+            ovs.last_transition_time,
+            condition(&first, "OvsAvailable").last_transition_time
+        );
     }
 
     #[test]

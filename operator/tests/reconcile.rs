@@ -694,7 +694,8 @@ fn upstream_meta(name: &str, owner: Option<&NetworkAddonsConfig>) -> Value {
         .into_iter()
         .collect();
     json!({"name": name, "namespace": NS, "ownerReferences": owners,
-           "labels": {labels::MANAGED_BY: UPSTREAM_MANAGED_BY_VALUE, labels::COMPONENT: "network"}})
+           "labels": {labels::MANAGED_BY: UPSTREAM_MANAGED_BY_VALUE, labels::COMPONENT: "network",
+                      labels::UPSTREAM_VERSION: "0.103.0"}})
 }
 
 /// A DaemonSet as the upstream operator leaves it, with an env var this operator does not
@@ -952,6 +953,25 @@ async fn components_not_deployed_are_reported() {
 }
 
 #[tokio::test]
+async fn each_component_reports_its_own_condition() {
+    let h = started("linuxBridge: {}\novs: {}\nkubeSecondaryDNS: {}\n").await;
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("LinuxBridgeAvailable").await.status, "True");
+    let ovs = h.condition("OvsAvailable").await;
+    assert_eq!(
+        (ovs.status.as_str(), ovs.reason.as_str()),
+        ("False", "Deploying")
+    );
+    assert_contains(&ovs.message, OVS_DS);
+    assert_eq!(h.condition("Available").await.status, "False");
+
+    h.set_ready(OVS_DS);
+    h.reconcile().await.unwrap();
+    assert_eq!(h.condition("OvsAvailable").await.status, "True");
+}
+
+#[tokio::test]
 async fn an_unchanged_status_is_not_written_again() {
     let h = started(LINUX_BRIDGE).await;
     h.set_ready(BRIDGE_DS);
@@ -994,7 +1014,15 @@ async fn the_retired_failing_condition_is_removed() {
     h.reconcile().await.unwrap();
     let status = h.nac().await.status.unwrap();
     let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
-    assert_eq!(types, ["Available", "Progressing", "Degraded"]);
+    assert_eq!(
+        types,
+        [
+            "Available",
+            "Progressing",
+            "Degraded",
+            "LinuxBridgeAvailable"
+        ]
+    );
     assert_eq!(status.observed_version.as_deref(), Some("0.1"));
 }
 

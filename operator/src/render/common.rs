@@ -120,7 +120,43 @@ pub fn labels(ctx: &Ctx, component: Option<Component>) -> BTreeMap<String, Strin
         ),
         (labels::VERSION.to_string(), version.clone()),
         (labels::UPSTREAM_VERSION.to_string(), version),
+        (
+            labels::OPERATOR.to_string(),
+            labels::OPERATOR_VALUE.to_string(),
+        ),
+        (
+            labels::OWN_COMPONENT.to_string(),
+            component
+                .map_or(SHARED_COMPONENT, Component::key)
+                .to_string(),
+        ),
     ])
+}
+
+/// Gives every object and pod template the NetworkAddonsConfig's own relationship labels
+/// (`app.kubernetes.io/{component,part-of,version,managed-by}`) where it has them, as the
+/// upstream operator does. Selectors keep theirs: they cannot change once created.
+pub fn relationship_labels(objects: &mut [Rendered], cr_labels: &BTreeMap<String, String>) {
+    let ours: Vec<(&str, &String)> = labels::RELATIONSHIP
+        .iter()
+        .filter_map(|k| cr_labels.get(*k).map(|v| (*k, v)))
+        .collect();
+    if ours.is_empty() {
+        return;
+    }
+    for r in objects {
+        let mut targets = vec!["/metadata/labels"];
+        if r.object["spec"]["template"]["metadata"].is_object() {
+            targets.push("/spec/template/metadata/labels");
+        }
+        for target in targets {
+            if let Some(serde_json::Value::Object(map)) = r.object.pointer_mut(target) {
+                for (k, v) in &ours {
+                    map.insert(k.to_string(), serde_json::Value::String(label_value(v)));
+                }
+            }
+        }
+    }
 }
 
 /// Metadata of a cluster-scoped object.
@@ -549,6 +585,7 @@ fn marker_rbac(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -558,6 +595,61 @@ mod tests {
         assert_eq!(label_value("v1.2.0+abc/def"), "v1.2.0-abc-def");
         assert_eq!(label_value("+x+"), "x");
         assert_eq!(label_value(&"a".repeat(80)).len(), 63);
+    }
+
+    fn bridge_daemon_set() -> Rendered {
+        let spec = NetworkAddonsConfigSpec::default();
+        let settings = Settings::defaults();
+        let ctx = Ctx::new(&spec, &settings);
+        let ds = daemon_set(
+            &ctx,
+            Component::LinuxBridge,
+            "bridge-marker",
+            &[("name", "bridge-marker")],
+            "marks bridges",
+            PodSpec::default(),
+            None,
+        );
+        to_rendered(Some(Component::LinuxBridge), &ds).unwrap()
+    }
+
+    #[test]
+    fn the_configs_relationship_labels_go_on_objects_and_pod_templates_not_selectors() {
+        let mut objects = vec![bridge_daemon_set()];
+        let cr = string_map(&[
+            (labels::COMPONENT, "network"),
+            (labels::MANAGED_BY, "hco-operator"),
+            (labels::PART_OF, "hyperconverged-cluster"),
+            (labels::VERSION, "1.14.0"),
+            ("app", "kubevirt-hyperconverged"),
+        ]);
+        relationship_labels(&mut objects, &cr);
+        let o = &objects[0].object;
+        for l in [
+            &o["metadata"]["labels"],
+            &o["spec"]["template"]["metadata"]["labels"],
+        ] {
+            assert_eq!(l[labels::COMPONENT], "network");
+            assert_eq!(l[labels::MANAGED_BY], "hco-operator");
+            assert_eq!(l[labels::PART_OF], "hyperconverged-cluster");
+            assert_eq!(l[labels::VERSION], "1.14.0");
+            assert_eq!(l[labels::OWN_COMPONENT], "linuxBridge");
+            assert_eq!(l[labels::OPERATOR], labels::OPERATOR_VALUE);
+            assert!(l.get("app").is_none());
+        }
+        assert_eq!(
+            o["spec"]["selector"]["matchLabels"],
+            serde_json::json!({"name": "bridge-marker"})
+        );
+    }
+
+    #[test]
+    fn without_relationship_labels_on_the_config_ours_stay() {
+        let mut objects = vec![bridge_daemon_set()];
+        relationship_labels(&mut objects, &string_map(&[("app", "x")]));
+        let l = &objects[0].object["metadata"]["labels"];
+        assert_eq!(l[labels::COMPONENT], "linuxBridge");
+        assert_eq!(l[labels::MANAGED_BY], labels::MANAGED_BY_VALUE);
     }
 
     #[test]
