@@ -53,6 +53,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::walkthrough_config,
     ),
     (
+        "each_component_has_a_condition_and_objects_carry_the_configs_labels",
+        scenarios::operator::component_conditions_and_config_labels,
+    ),
+    (
         "own_components_reach_available",
         scenarios::operator::own_components_reach_available,
     ),

@@ -238,16 +238,14 @@ impl Ours {
     }
 }
 
-/// Whether the object carries our operator label, or the managed-by label of the releases
-/// before it.
+/// Whether the object carries our managed-by label.
 pub fn is_ours(object: &DynamicObject) -> bool {
-    let Some(l) = object.metadata.labels.as_ref() else {
-        return false;
-    };
-    l.get(labels::OPERATOR)
-        .is_some_and(|v| v == labels::OPERATOR_VALUE)
-        || l.get(labels::MANAGED_BY)
-            .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
+    object
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::MANAGED_BY))
+        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
 }
 
 /// Whether the API server refused an apply because it changes a field that cannot change.
@@ -399,7 +397,8 @@ pub fn owned_by_config(object: &DynamicObject) -> bool {
 }
 
 /// The selector of what [`delete_unrendered`] considers: what carries the version label both
-/// we and the upstream operator stamp on everything, whatever the relationship labels say.
+/// we and the upstream operator stamp on everything (its older releases took managed-by from
+/// the NetworkAddonsConfig, so that label does not find all of theirs).
 pub fn deletable_selector() -> String {
     labels::UPSTREAM_VERSION.to_string()
 }

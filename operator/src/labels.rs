@@ -2,10 +2,10 @@
 //! objects works by these labels (list what carries ours, delete what this render lacks), not
 //! by a record that can go stale.
 //!
-//! The four `app.kubernetes.io` relationship labels are the NetworkAddonsConfig's own when it
-//! has them (the hyperconverged operator tracks its upgrade by them), so ownership and the
-//! component an object belongs to are also kept under labels of our group that nobody else
-//! sets.
+//! `app.kubernetes.io/{component,part-of,version}` are the NetworkAddonsConfig's own when it has
+//! them (the hyperconverged operator tracks its upgrade by them), as upstream does; managed-by
+//! stays ours, as upstream's stays its own. The component an object belongs to is also kept
+//! under a label of our group that nobody else sets.
 
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "network-addons-operator";
@@ -14,20 +14,17 @@ pub const PART_OF: &str = "app.kubernetes.io/part-of";
 pub const PART_OF_VALUE: &str = "network-addons";
 pub const VERSION: &str = "app.kubernetes.io/version";
 /// The labels a NetworkAddonsConfig's own values replace on every object it owns.
-pub const RELATIONSHIP: [&str; 4] = [COMPONENT, PART_OF, VERSION, MANAGED_BY];
+pub const RELATIONSHIP: [&str; 3] = [COMPONENT, PART_OF, VERSION];
 /// The upstream operator's version label, kept so its leftover checks and dashboards work.
 /// Both operators stamp it on everything they render.
 pub const UPSTREAM_VERSION: &str = "networkaddonsoperator.network.kubevirt.io/version";
-/// Which operator renders the object: ours whatever `app.kubernetes.io/managed-by` says.
-pub const OPERATOR: &str = "networkaddonsoperator.network.kubevirt.io/operator";
-pub const OPERATOR_VALUE: &str = "network-addons-operator";
 /// The spec key of the component an object belongs to, whatever `app.kubernetes.io/component`
 /// says; the per-component conditions are computed from it.
 pub const OWN_COMPONENT: &str = "networkaddonsoperator.network.kubevirt.io/component";
 
 /// The selector that finds everything this operator manages.
 pub fn managed_selector() -> String {
-    format!("{OPERATOR}={OPERATOR_VALUE}")
+    format!("{MANAGED_BY}={MANAGED_BY_VALUE}")
 }
 
 /// Annotation on a rendered object that is created when missing and never updated, because

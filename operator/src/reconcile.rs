@@ -484,7 +484,6 @@ pub fn applied_configmap(
                 labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
                 labels::PART_OF: labels::PART_OF_VALUE,
                 labels::VERSION: settings.operator_version,
-                labels::OPERATOR: labels::OPERATOR_VALUE,
             },
             "ownerReferences": [owner],
         },
@@ -513,7 +512,7 @@ async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
 }
 
 /// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
-/// namespace, every one carries the operator label (the watches find objects by it) and, but for
+/// namespace, every one carries the managed-by label (the watches find objects by it) and, but for
 /// a Namespace or a CRD, the NetworkAddonsConfig as its controlling owner.
 pub fn prepare(
     objects: impl IntoIterator<Item = Value>,
@@ -526,7 +525,7 @@ pub fn prepare(
         if kind.namespaced && object["metadata"]["namespace"].as_str().is_none() {
             object["metadata"]["namespace"] = Value::String(settings.namespace.clone());
         }
-        apply::ensure_label(&mut object, labels::OPERATOR, labels::OPERATOR_VALUE);
+        apply::ensure_label(&mut object, labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
         apply::set_owner(&mut object, owner);
         out.push(object);
     }

@@ -267,3 +267,78 @@ pub fn events_in_default(ctx: &mut Ctx) -> Result<()> {
     }
     Ok(())
 }
+
+/// The relationship labels the hyperconverged operator puts on the NetworkAddonsConfig it
+/// creates, and reads back from every object to track its upgrade.
+const HCO_LABELS: [(&str, &str); 4] = [
+    ("app.kubernetes.io/component", "network"),
+    ("app.kubernetes.io/managed-by", "hco-operator"),
+    ("app.kubernetes.io/part-of", "hyperconverged-cluster"),
+    ("app.kubernetes.io/version", "1.14.0"),
+];
+
+fn apply_labelled_nac(ctx: &Ctx, spec: &str) -> Result<()> {
+    let labels: String = HCO_LABELS
+        .iter()
+        .map(|(k, v)| format!("    {k}: {v:?}\n"))
+        .collect();
+    let indented: String = spec.lines().map(|l| format!("  {l}\n")).collect();
+    ctx.apply(&format!(
+        "apiVersion: networkaddonsoperator.network.kubevirt.io/v1\nkind: NetworkAddonsConfig\n\
+         metadata:\n  name: cluster\n  labels:\n{labels}spec:\n{indented}"
+    ))
+    .map(drop)
+}
+
+/// Each component has a condition of its own that `kubectl wait` waits for; the config's
+/// relationship labels are on its objects and their pods; a component removed under those
+/// labels is still found and deleted.
+pub fn component_conditions_and_config_labels(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    apply_labelled_nac(ctx, &format!("multus: {{}}\n{OWN_SPEC}"))?;
+    ctx.kubectl_wait("LinuxBridgeAvailable", "240s")?;
+    ctx.kubectl_wait("OvsAvailable", "240s")?;
+    // Multus's upstream image cannot be pulled here: it alone is not available.
+    let nac = ctx.wait_nac("Progressing", "True", Duration::from_secs(60))?;
+    let multus = nac_condition(&nac, "MultusAvailable").context("no MultusAvailable condition")?;
+    check(
+        multus["status"] == "False" && multus["reason"] == "Deploying",
+        || format!("MultusAvailable: {multus}"),
+    )?;
+    check(
+        nac_condition(&nac, "Available").is_some_and(|c| c["status"] == "False"),
+        || "Available while multus is not".into(),
+    )?;
+    let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+    for (place, labels) in [
+        ("the DaemonSet", &ds["metadata"]["labels"]),
+        ("its pods", &ds["spec"]["template"]["metadata"]["labels"]),
+    ] {
+        for (k, v) in HCO_LABELS {
+            // managed-by stays the operator's own, as upstream's does
+            let want = if k.ends_with("managed-by") {
+                "network-addons-operator"
+            } else {
+                v
+            };
+            check(labels[k] == want, || {
+                format!("{place}: {k}={} not {want}", labels[k])
+            })?;
+        }
+        check(
+            labels["networkaddonsoperator.network.kubevirt.io/component"] == "linuxBridge",
+            || format!("{place}: no component label of ours: {labels}"),
+        )?;
+    }
+    apply_labelled_nac(ctx, OWN_SPEC)?;
+    let nac = ctx.wait_nac("Available", "True", Duration::from_secs(120))?;
+    check(nac_condition(&nac, "MultusAvailable").is_none(), || {
+        "multus was removed but its condition stayed".into()
+    })?;
+    wait_for(
+        "multus's DaemonSet to be deleted",
+        Duration::from_secs(60),
+        || Ok((!ctx.exists("daemonset", "multus", Some(NAMESPACE))?).then_some(())),
+    )
+}

@@ -121,10 +121,6 @@ pub fn labels(ctx: &Ctx, component: Option<Component>) -> BTreeMap<String, Strin
         (labels::VERSION.to_string(), version.clone()),
         (labels::UPSTREAM_VERSION.to_string(), version),
         (
-            labels::OPERATOR.to_string(),
-            labels::OPERATOR_VALUE.to_string(),
-        ),
-        (
             labels::OWN_COMPONENT.to_string(),
             component
                 .map_or(SHARED_COMPONENT, Component::key)
@@ -134,8 +130,8 @@ pub fn labels(ctx: &Ctx, component: Option<Component>) -> BTreeMap<String, Strin
 }
 
 /// Gives every object and pod template the NetworkAddonsConfig's own relationship labels
-/// (`app.kubernetes.io/{component,part-of,version,managed-by}`) where it has them, as the
-/// upstream operator does. Selectors keep theirs: they cannot change once created.
+/// (`app.kubernetes.io/{component,part-of,version}`) where it has them, as the upstream operator
+/// does. Selectors keep theirs: they cannot change once created.
 pub fn relationship_labels(objects: &mut [Rendered], cr_labels: &BTreeMap<String, String>) {
     let ours: Vec<(&str, &String)> = labels::RELATIONSHIP
         .iter()
@@ -614,7 +610,7 @@ mod tests {
     }
 
     #[test]
-    fn the_configs_relationship_labels_go_on_objects_and_pod_templates_not_selectors() {
+    fn the_configs_relationship_labels_but_managed_by_go_on_objects_and_pod_templates() {
         let mut objects = vec![bridge_daemon_set()];
         let cr = string_map(&[
             (labels::COMPONENT, "network"),
@@ -630,11 +626,10 @@ mod tests {
             &o["spec"]["template"]["metadata"]["labels"],
         ] {
             assert_eq!(l[labels::COMPONENT], "network");
-            assert_eq!(l[labels::MANAGED_BY], "hco-operator");
+            assert_eq!(l[labels::MANAGED_BY], labels::MANAGED_BY_VALUE);
             assert_eq!(l[labels::PART_OF], "hyperconverged-cluster");
             assert_eq!(l[labels::VERSION], "1.14.0");
             assert_eq!(l[labels::OWN_COMPONENT], "linuxBridge");
-            assert_eq!(l[labels::OPERATOR], labels::OPERATOR_VALUE);
             assert!(l.get("app").is_none());
         }
         assert_eq!(
