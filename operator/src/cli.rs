@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand};
 use kube::ResourceExt;
 
+use crate::cluster::ClusterInfo;
 use crate::defaults::{fill_defaults, random_prefix};
 use crate::error::{Error, Result};
 use crate::render;
@@ -18,9 +19,10 @@ use crate::{crd, manifests, metrics, reconcile, validate};
 const ENVIRONMENT: &str = "\
 run and render read their settings from the environment: OPERAND_NAMESPACE (else
 OPERATOR_NAMESPACE), OPERATOR_VERSION, PLUGINS_IMAGE, MULTUS_IMAGE, KUBEMACPOOL_IMAGE,
-MACVTAP_CNI_IMAGE, CNI_BIN_DIR, CNI_CONF_DIR, POD_NAME; deploy writes their defaults into the
-operator's Deployment. run logs to stderr at the level RUST_LOG sets (default info), connecting
-in cluster or through KUBECONFIG.";
+MACVTAP_CNI_IMAGE, MULTUS_DYNAMIC_NETWORKS_CONTROLLER_IMAGE, KUBE_SECONDARY_DNS_IMAGE,
+CORE_DNS_IMAGE, KUBEVIRT_IPAM_CONTROLLER_IMAGE, CNI_BIN_DIR, CNI_CONF_DIR, POD_NAME; deploy
+writes their defaults into the operator's Deployment. run logs to stderr at the level RUST_LOG
+sets (default info), connecting in cluster or through KUBECONFIG.";
 
 /// Turns the secondary-network components on from one NetworkAddonsConfig.
 #[derive(Debug, Parser)]
@@ -60,6 +62,12 @@ pub enum Command {
         /// The two random octets of a new kubeMacPool range (default: random)
         #[arg(long, value_name = "XX:XX", value_parser = parse_mac_prefix)]
         mac_prefix: Option<[u8; 2]>,
+        /// Render for a cluster with cert-manager (which the operator finds by itself)
+        #[arg(long)]
+        cert_manager: bool,
+        /// Render for OpenShift (which the operator finds by itself)
+        #[arg(long)]
+        openshift: bool,
     },
     /// Print the CustomResourceDefinition
     Crd,
@@ -82,6 +90,8 @@ impl Cli {
                 file,
                 previous,
                 mac_prefix,
+                cert_manager,
+                openshift,
             } => {
                 let input = match file.as_deref() {
                     None => read_stdin()?,
@@ -89,11 +99,16 @@ impl Cli {
                     Some(path) => read_file(path)?,
                 };
                 let previous = previous.as_deref().map(read_file).transpose()?;
+                let cluster = ClusterInfo {
+                    openshift,
+                    cert_manager,
+                };
                 let out = render_cr(
                     &input,
                     previous.as_deref(),
                     mac_prefix,
                     &Settings::from_env(),
+                    &cluster,
                 )?;
                 for note in &out.notes {
                     eprintln!("note: {note}");
@@ -194,6 +209,7 @@ pub fn render_cr(
     previous: Option<&str>,
     prefix: Option<[u8; 2]>,
     settings: &Settings,
+    cluster: &ClusterInfo,
 ) -> Result<RenderOutput> {
     let cr: NetworkAddonsConfig = crate::yaml::from_str(cr_yaml)
         .map_err(|e| Error::wrap("parse the NetworkAddonsConfig", e))?;
@@ -219,12 +235,12 @@ pub fn render_cr(
             return Err(Error::InvalidConfig(unsafe_changes.join("\n")));
         }
     }
-    let mut objects = render::render(&applied, settings)?;
+    let mut objects = render::render(&applied, settings, cluster)?;
     render::common::relationship_labels(&mut objects, cr.labels());
     let yaml = render::to_yaml(&objects)?;
     let notes = cr
         .spec
-        .not_deployed()
+        .not_deployed(cluster)
         .into_iter()
         .map(|n| format!("{}: {}", n.component, n.reason))
         .collect();

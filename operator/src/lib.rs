@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod cluster;
 pub mod crd;
 pub mod defaults;
 pub mod duration;

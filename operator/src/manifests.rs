@@ -17,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
+use crate::cluster::ClusterInfo;
 use crate::defaults::fill_defaults;
 use crate::error::{Error, Result};
 use crate::labels;
@@ -162,11 +163,16 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
     for (group, plurals) in &groups {
         rules.push(rule(&[group], plurals, &manage));
     }
-    for r in render(&every_component(), settings)? {
-        if r.object["kind"] == "ClusterRole" {
-            let role: ClusterRole = serde_json::from_value(r.object)
-                .map_err(|e| Error::wrap("read a rendered ClusterRole", e))?;
-            for granted in role.rules.unwrap_or_default() {
+    for r in render(
+        &every_component(),
+        settings,
+        &ClusterInfo::WITH_CERT_MANAGER,
+    )? {
+        // Granting a role needs every permission it grants (RBAC escalation prevention).
+        if r.object["kind"] == "ClusterRole" || r.object["kind"] == "Role" {
+            let granted: Vec<PolicyRule> = serde_json::from_value(r.object["rules"].clone())
+                .map_err(|e| Error::wrap("read the rules of a rendered role", e))?;
+            for granted in granted {
                 if !rules.contains(&granted) {
                     rules.push(granted);
                 }
@@ -188,6 +194,9 @@ fn every_component() -> NetworkAddonsConfigSpec {
         kube_mac_pool: Some(Default::default()),
         ovs: Some(Default::default()),
         macvtap: Some(Default::default()),
+        multus_dynamic_networks: Some(Default::default()),
+        kube_secondary_dns: Some(Default::default()),
+        kubevirt_ipam_controller: Some(Default::default()),
         ..NetworkAddonsConfigSpec::default()
     };
     fill_defaults(&all, None, [0, 0])

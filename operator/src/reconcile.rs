@@ -34,6 +34,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 
 use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
+use crate::cluster::ClusterInfo;
 use crate::defaults::{check_change_safe, fill_defaults, random_prefix};
 use crate::error::{describe, Error, Result};
 use crate::events::{self, Events};
@@ -118,6 +119,14 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State
         instance = %settings.pod_name,
         "starting the network addons operator"
     );
+    for (var, value) in &settings.superseded {
+        tracing::warn!(
+            variable = %var,
+            %value,
+            plugins_image = %settings.plugins_image,
+            "not used: the plugins image provides this component"
+        );
+    }
     let ctx = Arc::new(Ctx::new(client.clone(), settings).with_metrics(metrics.clone()));
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
     tokio::spawn(mark_ready_when_readable(configs.clone(), metrics.clone()));
@@ -267,8 +276,12 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         )));
     };
     ctx.ours.set_owner(&owner.uid);
+    let cluster = match ClusterInfo::detect(&ctx.client).await {
+        Ok(c) => c,
+        Err(e) => return fail(ctx, nac, "FailedToRender", e.to_string(), now).await,
+    };
     let record = applied_configmap(&applied, &ctx.settings, &owner)?;
-    let objects = match render(&applied, &ctx.settings)
+    let objects = match render(&applied, &ctx.settings, &cluster)
         .map(|mut r| {
             relationship_labels(&mut r, nac.labels());
             r
@@ -354,8 +367,8 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         generation: nac.meta().generation,
         version: ctx.settings.operator_version.clone(),
         containers: Some(status::containers(&objects)),
-        not_deployed: Some(applied.not_deployed()),
-        components: Some(component_health(&applied, &progressing)),
+        not_deployed: Some(applied.not_deployed(&cluster)),
+        components: Some(component_health(&applied, &cluster, &progressing)),
         now,
     };
     let written = status::write(&ctx.client, CONFIG_NAME, |old| {
@@ -536,10 +549,11 @@ pub fn prepare(
 /// that is not deployed, with the reason.
 fn component_health(
     applied: &NetworkAddonsConfigSpec,
+    cluster: &ClusterInfo,
     progressing: &[Progress],
 ) -> Vec<ComponentHealth> {
     let mut out: Vec<ComponentHealth> = applied
-        .components()
+        .deployed_components(cluster)
         .into_iter()
         .map(|c| ComponentHealth {
             key: c.key().to_string(),
@@ -553,7 +567,7 @@ fn component_health(
         .collect();
     out.extend(
         applied
-            .not_deployed()
+            .not_deployed(cluster)
             .into_iter()
             .filter(|n| n.is_component())
             .map(|n| ComponentHealth {

@@ -9,6 +9,16 @@ use std::env;
 
 pub const DEFAULT_NAMESPACE: &str = "cluster-network-addons";
 
+/// The upstream operator's variables for the images of linux-bridge, its marker and ovs-cni:
+/// here `PLUGINS_IMAGE` carries our plugins, installer and marker instead, so these are not
+/// used; the operator says so when it starts.
+pub const SUPERSEDED: [&str; 4] = [
+    "LINUX_BRIDGE_IMAGE",
+    "LINUX_BRIDGE_MARKER_IMAGE",
+    "OVS_CNI_IMAGE",
+    "OVS_MARKER_IMAGE",
+];
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// `OPERAND_NAMESPACE`: where every namespaced object goes.
@@ -23,6 +33,17 @@ pub struct Settings {
     pub kubemacpool_image: String,
     /// `MACVTAP_CNI_IMAGE`: upstream macvtap-cni, for its device plugin.
     pub macvtap_cni_image: String,
+    /// `MULTUS_DYNAMIC_NETWORKS_CONTROLLER_IMAGE`: upstream multus-dynamic-networks-controller.
+    pub multus_dynamic_networks_image: String,
+    /// `KUBE_SECONDARY_DNS_IMAGE`: upstream kube-secondary-dns's status monitor.
+    pub kube_secondary_dns_image: String,
+    /// `CORE_DNS_IMAGE`: the CoreDNS serving kube-secondary-dns's zone.
+    pub core_dns_image: String,
+    /// `KUBEVIRT_IPAM_CONTROLLER_IMAGE`: upstream kubevirt-ipam-controller.
+    pub kubevirt_ipam_controller_image: String,
+    /// Variables of the upstream operator that name images our plugins image replaces
+    /// ([`SUPERSEDED`]), as found set: accepted so its operator.yaml still works, and logged.
+    pub superseded: Vec<(String, String)>,
     /// `CNI_BIN_DIR`: the node's plugin directory (`/var/lib/cni/bin` on OpenShift).
     pub cni_bin_dir: String,
     /// `CNI_CONF_DIR`: the node's network config directory.
@@ -50,6 +71,11 @@ impl Settings {
             multus_image: String::new(),
             kubemacpool_image: String::new(),
             macvtap_cni_image: String::new(),
+            multus_dynamic_networks_image: String::new(),
+            kube_secondary_dns_image: String::new(),
+            core_dns_image: String::new(),
+            kubevirt_ipam_controller_image: String::new(),
+            superseded: Vec::new(),
             cni_bin_dir: "/opt/cni/bin".to_string(),
             cni_conf_dir: "/etc/cni/net.d".to_string(),
             pod_name: String::new(),
@@ -77,6 +103,25 @@ impl Settings {
         set(&mut s.multus_image, "MULTUS_IMAGE");
         set(&mut s.kubemacpool_image, "KUBEMACPOOL_IMAGE");
         set(&mut s.macvtap_cni_image, "MACVTAP_CNI_IMAGE");
+        set(
+            &mut s.multus_dynamic_networks_image,
+            "MULTUS_DYNAMIC_NETWORKS_CONTROLLER_IMAGE",
+        );
+        set(&mut s.kube_secondary_dns_image, "KUBE_SECONDARY_DNS_IMAGE");
+        set(&mut s.core_dns_image, "CORE_DNS_IMAGE");
+        set(
+            &mut s.kubevirt_ipam_controller_image,
+            "KUBEVIRT_IPAM_CONTROLLER_IMAGE",
+        );
+        s.superseded = SUPERSEDED
+            .iter()
+            .filter_map(|var| {
+                env::var(var)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (var.to_string(), v))
+            })
+            .collect();
         set(&mut s.cni_bin_dir, "CNI_BIN_DIR");
         set(&mut s.cni_conf_dir, "CNI_CONF_DIR");
         s
@@ -86,6 +131,12 @@ impl Settings {
         self.multus_image = crate::render::images::MULTUS.to_string();
         self.kubemacpool_image = crate::render::images::KUBEMACPOOL.to_string();
         self.macvtap_cni_image = crate::render::images::MACVTAP_CNI.to_string();
+        self.multus_dynamic_networks_image =
+            crate::render::images::MULTUS_DYNAMIC_NETWORKS_CONTROLLER.to_string();
+        self.kube_secondary_dns_image = crate::render::images::KUBE_SECONDARY_DNS.to_string();
+        self.core_dns_image = crate::render::images::CORE_DNS.to_string();
+        self.kubevirt_ipam_controller_image =
+            crate::render::images::KUBEVIRT_IPAM_CONTROLLER.to_string();
         self
     }
 
@@ -102,6 +153,19 @@ impl Settings {
             ("MULTUS_IMAGE", literal(&self.multus_image)),
             ("KUBEMACPOOL_IMAGE", literal(&self.kubemacpool_image)),
             ("MACVTAP_CNI_IMAGE", literal(&self.macvtap_cni_image)),
+            (
+                "MULTUS_DYNAMIC_NETWORKS_CONTROLLER_IMAGE",
+                literal(&self.multus_dynamic_networks_image),
+            ),
+            (
+                "KUBE_SECONDARY_DNS_IMAGE",
+                literal(&self.kube_secondary_dns_image),
+            ),
+            ("CORE_DNS_IMAGE", literal(&self.core_dns_image)),
+            (
+                "KUBEVIRT_IPAM_CONTROLLER_IMAGE",
+                literal(&self.kubevirt_ipam_controller_image),
+            ),
             ("CNI_BIN_DIR", literal(&self.cni_bin_dir)),
             ("CNI_CONF_DIR", literal(&self.cni_conf_dir)),
         ]

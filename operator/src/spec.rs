@@ -13,6 +13,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::ClusterInfo;
+
 pub const GROUP: &str = "networkaddonsoperator.network.kubevirt.io";
 /// The only object reconciled; others are ignored, as upstream does.
 pub const CONFIG_NAME: &str = "cluster";
@@ -176,8 +178,8 @@ pub struct Placement {
     pub tolerations: Option<Vec<Toleration>>,
 }
 
-/// OpenShift's TLSSecurityProfile shape. Accepted and kept in the applied record; none of the
-/// components this operator deploys serves TLS through it (see the status' `notDeployed`).
+/// OpenShift's TLSSecurityProfile shape. Accepted and kept in the applied record; not applied
+/// to the webhooks yet (see the status' `notDeployed`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TlsSecurityProfile {
@@ -285,29 +287,38 @@ impl NotDeployed {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Component {
     Multus,
+    MultusDynamicNetworks,
     LinuxBridge,
     KubeMacPool,
     Ovs,
     Macvtap,
+    KubeSecondaryDns,
+    KubevirtIpamController,
 }
 
 impl Component {
-    pub const ALL: [Component; 5] = [
+    pub const ALL: [Component; 8] = [
         Component::Multus,
+        Component::MultusDynamicNetworks,
         Component::LinuxBridge,
         Component::KubeMacPool,
         Component::Ovs,
         Component::Macvtap,
+        Component::KubeSecondaryDns,
+        Component::KubevirtIpamController,
     ];
 
     /// The spec key, also the `app.kubernetes.io/component` label value on every object.
     pub fn key(self) -> &'static str {
         match self {
             Component::Multus => "multus",
+            Component::MultusDynamicNetworks => "multusDynamicNetworks",
             Component::LinuxBridge => "linuxBridge",
             Component::KubeMacPool => "kubeMacPool",
             Component::Ovs => "ovs",
             Component::Macvtap => "macvtap",
+            Component::KubeSecondaryDns => "kubeSecondaryDNS",
+            Component::KubevirtIpamController => "kubevirtIpamController",
         }
     }
 
@@ -317,22 +328,35 @@ impl Component {
 }
 
 impl NetworkAddonsConfigSpec {
-    /// The deployed components this spec turns on, in render order.
+    /// The components this spec turns on, in render order.
     pub fn components(&self) -> Vec<Component> {
         Component::ALL
             .into_iter()
             .filter(|c| match c {
                 Component::Multus => self.multus.is_some(),
+                Component::MultusDynamicNetworks => self.multus_dynamic_networks.is_some(),
                 Component::LinuxBridge => self.linux_bridge.is_some(),
                 Component::KubeMacPool => self.kube_mac_pool.is_some(),
                 Component::Ovs => self.ovs.is_some(),
                 Component::Macvtap => self.macvtap.is_some(),
+                Component::KubeSecondaryDns => self.kube_secondary_dns.is_some(),
+                Component::KubevirtIpamController => self.kubevirt_ipam_controller.is_some(),
             })
             .collect()
     }
 
-    /// What the spec asks for that this operator does not deploy, and why.
-    pub fn not_deployed(&self) -> Vec<NotDeployed> {
+    /// The components this spec turns on that can run on `cluster`, in render order.
+    pub fn deployed_components(&self, cluster: &ClusterInfo) -> Vec<Component> {
+        self.components()
+            .into_iter()
+            .filter(|c| {
+                *c != Component::KubevirtIpamController || cluster.issues_serving_certificates()
+            })
+            .collect()
+    }
+
+    /// What the spec asks for that this operator does not deploy on `cluster`, and why.
+    pub fn not_deployed(&self, cluster: &ClusterInfo) -> Vec<NotDeployed> {
         let mut out = Vec::new();
         let mut note = |on: bool, component: &str, reason: &str| {
             if on {
@@ -343,19 +367,9 @@ impl NetworkAddonsConfigSpec {
             }
         };
         note(
-            self.multus_dynamic_networks.is_some(),
-            "multusDynamicNetworks",
-            "not deployed by this operator: install multus-dynamic-networks-controller separately",
-        );
-        note(
-            self.kube_secondary_dns.is_some(),
-            "kubeSecondaryDNS",
-            "not deployed by this operator: install kube-secondary-dns separately",
-        );
-        note(
-            self.kubevirt_ipam_controller.is_some(),
+            self.kubevirt_ipam_controller.is_some() && !cluster.issues_serving_certificates(),
             "kubevirtIpamController",
-            "not deployed by this operator: install kubevirt-ipam-controller separately",
+            "its webhook needs a serving certificate, which cert-manager issues on clusters without OpenShift's service CA: install cert-manager (no certificates.cert-manager.io and issuers.cert-manager.io here) and it is deployed",
         );
         note(
             self.nmstate.is_some(),
@@ -365,7 +379,7 @@ impl NetworkAddonsConfigSpec {
         note(
             self.tls_security_profile.is_some(),
             "tlsSecurityProfile",
-            "accepted but not applied: no component deployed by this operator serves TLS through it",
+            "accepted but not applied: kubemacpool's and the IPAM controller's webhooks keep their own TLS defaults",
         );
         out
     }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::manifests::deploy_files;
 use network_addons_operator::settings::Settings;
 
@@ -98,8 +99,12 @@ fn the_operator_holds_every_permission_its_rendered_roles_grant_without_escalate
     )
     .expect("spec");
     let applied = network_addons_operator::defaults::fill_defaults(&spec, None, [0, 0]);
-    let rendered =
-        network_addons_operator::render::render(&applied, &Settings::defaults()).expect("render");
+    let rendered = network_addons_operator::render::render(
+        &applied,
+        &Settings::defaults(),
+        &ClusterInfo::WITH_CERT_MANAGER,
+    )
+    .expect("render");
     let mut checked = 0;
     for r in rendered
         .iter()

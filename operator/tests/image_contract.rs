@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::defaults::fill_defaults;
 use network_addons_operator::manifests::deploy_files;
 use network_addons_operator::render::render;
@@ -34,7 +35,7 @@ fn every_installer_command_rendered_parses_with_the_installer() {
         serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let mut checked = 0;
-    for r in render(&applied, &settings).unwrap() {
+    for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
         for command in commands_of(&r.object, &settings.plugins_image) {
             assert_eq!(command[0], "/cni-installer", "{command:?}");
             cni_installer::cli::parse(&command[1..], Some("node-1"))
@@ -53,9 +54,12 @@ fn every_readiness_probe_rendered_parses_with_the_installer() {
         serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let mut probes = 0;
-    for r in render(&applied, &settings).unwrap() {
+    for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
         let pod = &r.object["spec"]["template"]["spec"];
         for c in pod["containers"].as_array().into_iter().flatten() {
+            if c["image"] != settings.plugins_image.as_str() {
+                continue;
+            }
             if let Some(cmd) = c["readinessProbe"]["exec"]["command"].as_array() {
                 let words: Vec<String> = serde_json::from_value(Value::Array(cmd.clone())).unwrap();
                 assert_eq!(words[0], "/cni-installer");

@@ -941,20 +941,36 @@ async fn drift_is_undone_on_the_next_reconcile() {
 
 #[tokio::test]
 async fn components_not_deployed_are_reported() {
-    let h = started("linuxBridge: {}\nkubeSecondaryDNS: {}\n").await;
+    // no cert-manager and no OpenShift in the fake cluster
+    let h = started("linuxBridge: {}\nkubevirtIpamController: {}\n").await;
     h.set_ready(BRIDGE_DS);
     h.reconcile().await.unwrap();
     let status = h.nac().await.status.unwrap();
     assert_eq!(status.not_deployed.len(), 1);
-    assert_eq!(status.not_deployed[0].component, "kubeSecondaryDNS");
+    assert_eq!(status.not_deployed[0].component, "kubevirtIpamController");
+    assert_contains(&status.not_deployed[0].reason, "cert-manager");
     let available = h.condition("Available").await;
     assert_eq!(available.status, "True");
-    assert_contains(&available.message, "kubeSecondaryDNS");
+    assert_contains(&available.message, "kubevirtIpamController");
+    let ipam = h.condition("KubevirtIpamControllerAvailable").await;
+    assert_eq!(
+        (ipam.status.as_str(), ipam.reason.as_str()),
+        ("False", "NotDeployed")
+    );
+    assert!(h
+        .fake
+        .get(
+            "apps/v1",
+            "deployments",
+            NS,
+            "kubevirt-ipam-controller-manager"
+        )
+        .is_none());
 }
 
 #[tokio::test]
 async fn each_component_reports_its_own_condition() {
-    let h = started("linuxBridge: {}\novs: {}\nkubeSecondaryDNS: {}\n").await;
+    let h = started("linuxBridge: {}\novs: {}\n").await;
     h.set_ready(BRIDGE_DS);
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("LinuxBridgeAvailable").await.status, "True");
@@ -969,6 +985,51 @@ async fn each_component_reports_its_own_condition() {
     h.set_ready(OVS_DS);
     h.reconcile().await.unwrap();
     assert_eq!(h.condition("OvsAvailable").await.status, "True");
+}
+
+#[tokio::test]
+async fn the_ipam_controller_is_deployed_once_cert_manager_is_installed() {
+    let h = started("kubevirtIpamController: {}\n").await;
+    assert!(h
+        .fake
+        .get(
+            "apps/v1",
+            "deployments",
+            NS,
+            "kubevirt-ipam-controller-manager"
+        )
+        .is_none());
+    for crd in network_addons_operator::cluster::CERT_MANAGER_CRDS {
+        h.fake.put(
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                   "metadata": {"name": crd}}),
+        );
+    }
+    h.reconcile().await.unwrap();
+    assert!(h
+        .fake
+        .get(
+            "apps/v1",
+            "deployments",
+            NS,
+            "kubevirt-ipam-controller-manager"
+        )
+        .is_some());
+    let cert = h
+        .fake
+        .get(
+            "cert-manager.io/v1",
+            "certificates",
+            NS,
+            "kubevirt-ipam-controller-serving-cert",
+        )
+        .expect("a Certificate for the webhook");
+    assert_eq!(cert["spec"]["secretName"], "webhook-server-cert");
+    assert!(h.nac().await.status.unwrap().not_deployed.is_empty());
+    let ipam = h.condition("KubevirtIpamControllerAvailable").await;
+    assert_eq!(ipam.reason, "Deploying");
 }
 
 #[tokio::test]

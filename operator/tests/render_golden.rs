@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::defaults::fill_defaults;
 use network_addons_operator::render::{render, to_yaml};
 use network_addons_operator::settings::Settings;
@@ -36,7 +37,12 @@ fn rendered(path: &Path) -> String {
     let cr: NetworkAddonsConfig = serde_saphyr::from_str(&text)
         .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
     let applied = fill_defaults(&cr.spec, None, PREFIX);
-    let objects = render(&applied, &Settings::defaults()).unwrap();
+    let objects = render(
+        &applied,
+        &Settings::defaults(),
+        &ClusterInfo::WITH_CERT_MANAGER,
+    )
+    .unwrap();
     to_yaml(&objects).unwrap()
 }
 

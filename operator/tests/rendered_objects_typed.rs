@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::defaults::fill_defaults;
 use network_addons_operator::labels;
 use network_addons_operator::render::{render, Rendered, RENDERED_KINDS};
@@ -48,7 +49,7 @@ fn rendered_examples() -> Vec<(String, NetworkAddonsConfigSpec, Vec<Rendered>)> 
     applied_examples()
         .into_iter()
         .map(|(name, applied)| {
-            let objects = render(&applied, &settings).unwrap();
+            let objects = render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap();
             (name, applied, objects)
         })
         .collect()
@@ -63,6 +64,56 @@ fn roundtrip<T: DeserializeOwned + Serialize>(object: &Value) -> Result<(), Stri
         Err(format!(
             "changed by a round trip through its type:\nrendered: {object}\ntyped:    {back}"
         ))
+    }
+}
+
+/// The fields of cert-manager's v1 Issuer and Certificate the operator renders (cert-manager.io
+/// API reference); an unknown field fails deserialisation.
+mod cert_manager {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct Issuer {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        spec: IssuerSpec,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct IssuerSpec {
+        self_signed: SelfSigned,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct SelfSigned {}
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct Certificate {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        spec: CertificateSpec,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct CertificateSpec {
+        dns_names: Vec<String>,
+        issuer_ref: IssuerRef,
+        secret_name: String,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct IssuerRef {
+        kind: String,
+        name: String,
     }
 }
 
@@ -88,6 +139,8 @@ fn check_typed(object: &Value) -> Result<(), String> {
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             roundtrip::<CustomResourceDefinition>(object)
         }
+        ("cert-manager.io/v1", "Issuer") => roundtrip::<cert_manager::Issuer>(object),
+        ("cert-manager.io/v1", "Certificate") => roundtrip::<cert_manager::Certificate>(object),
         _ => Err(format!(
             "{api_version} {kind}: no typed check for this kind; add one"
         )),

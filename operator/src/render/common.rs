@@ -9,9 +9,9 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, Namespace,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecurityContext,
-    ServiceAccount, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction,
+    HostPathVolumeSource, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SecurityContext, ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use super::Rendered;
+use crate::cluster::ClusterInfo;
 use crate::defaults::{default_infra_placement, default_workloads_placement, DEFAULT_PULL_POLICY};
 use crate::error::{Error, Result};
 use crate::labels;
@@ -40,6 +41,8 @@ pub const CNI_BIN_VOLUME: &str = "cnibin";
 pub struct Ctx<'a> {
     pub spec: &'a NetworkAddonsConfigSpec,
     pub settings: &'a Settings,
+    /// What the cluster offers (OpenShift, cert-manager).
+    pub cluster: ClusterInfo,
     pub pull_policy: String,
     /// Cluster-wide controllers (Deployments).
     pub infra: Placement,
@@ -50,7 +53,11 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// `applied` normally has every default filled; an unfilled field still renders with the
     /// operator's default rather than an empty value.
-    pub fn new(applied: &'a NetworkAddonsConfigSpec, settings: &'a Settings) -> Ctx<'a> {
+    pub fn new(
+        applied: &'a NetworkAddonsConfigSpec,
+        settings: &'a Settings,
+        cluster: &ClusterInfo,
+    ) -> Ctx<'a> {
         let pull_policy = applied
             .image_pull_policy
             .clone()
@@ -60,6 +67,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             spec: applied,
             settings,
+            cluster: *cluster,
             pull_policy,
             infra: placement
                 .and_then(|p| p.infra.clone())
@@ -256,6 +264,40 @@ pub fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
             ("memory".to_string(), Quantity(memory.to_string())),
         ])),
         ..ResourceRequirements::default()
+    }
+}
+
+pub fn container_port(name: &str, port: i32, protocol: &str) -> ContainerPort {
+    ContainerPort {
+        container_port: port,
+        name: Some(name.to_string()),
+        protocol: Some(protocol.to_string()),
+        ..ContainerPort::default()
+    }
+}
+
+pub fn http_probe(path: &str, port: &str, initial_delay: i32, period: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::String(port.to_string()),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds: Some(initial_delay),
+        period_seconds: Some(period),
+        ..Probe::default()
+    }
+}
+
+/// No privilege escalation, no capabilities: for controllers that only talk to the API.
+pub fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(strings(&["ALL"])),
+            add: None,
+        }),
+        ..SecurityContext::default()
     }
 }
 
@@ -596,7 +638,7 @@ mod tests {
     fn bridge_daemon_set() -> Rendered {
         let spec = NetworkAddonsConfigSpec::default();
         let settings = Settings::defaults();
-        let ctx = Ctx::new(&spec, &settings);
+        let ctx = Ctx::new(&spec, &settings, &ClusterInfo::default());
         let ds = daemon_set(
             &ctx,
             Component::LinuxBridge,

@@ -1,5 +1,7 @@
-//! Default images of the upstream components, overridden by the operator's environment
-//! (`MULTUS_IMAGE`, `KUBEMACPOOL_IMAGE`, `MACVTAP_CNI_IMAGE`).
+//! Default images of the upstream components, overridden by the operator's environment under
+//! the upstream operator's names (`MULTUS_IMAGE`, `KUBEMACPOOL_IMAGE`, `MACVTAP_CNI_IMAGE`,
+//! `MULTUS_DYNAMIC_NETWORKS_CONTROLLER_IMAGE`, `KUBE_SECONDARY_DNS_IMAGE`, `CORE_DNS_IMAGE`,
+//! `KUBEVIRT_IPAM_CONTROLLER_IMAGE`).
 //!
 //! The digests are the ones the cluster-network-addons-operator v0.103.0 release pins in its
 //! operator Deployment (`manifests/cluster-network-addons/0.103.0/operator.yaml`), so a cluster
@@ -18,3 +20,17 @@ pub const KUBEMACPOOL: &str = "quay.io/kubevirt/kubemacpool@sha256:d009c4829af2a
 /// macvtap-cni, for its device plugin (`/macvtap-deviceplugin`); our own `macvtap` plugin
 /// replaces the CNI binary it also ships. The release pins it by digest only.
 pub const MACVTAP_CNI: &str = "quay.io/kubevirt/macvtap-cni@sha256:aee6d9beb458fa76b0eab34335e2b528ad9eaff74b87be2fd62658ba77cbfa87";
+
+/// multus-dynamic-networks-controller (`/dynamic-networks-controller`): hot-plugs interfaces
+/// into running pods through multus's daemon socket.
+pub const MULTUS_DYNAMIC_NETWORKS_CONTROLLER: &str = "ghcr.io/k8snetworkplumbingwg/multus-dynamic-networks-controller@sha256:c7d137a7f4ddd81233b9778d02ae57a496e892ddedf74d49382d86df50ddcc27";
+
+/// kube-secondary-dns's status monitor, which writes the zone file of the VMs' secondary IPs.
+pub const KUBE_SECONDARY_DNS: &str = "ghcr.io/kubevirt/kubesecondarydns@sha256:f5fe9c98fb6d7e5e57a6df23fe82e43e65db5953d76af44adda9ab40c46ad0bf";
+
+/// CoreDNS, serving kube-secondary-dns's zone.
+pub const CORE_DNS: &str = "registry.k8s.io/coredns/coredns@sha256:a0ead06651cf580044aeb0a0feba63591858fb2e43ade8c9dea45a6a89ae7e5e";
+
+/// kubevirt-ipam-controller (`/manager`): IPAMClaims for VMs' persistent IPs, and the webhook
+/// that points virt-launcher pods at them.
+pub const KUBEVIRT_IPAM_CONTROLLER: &str = "ghcr.io/kubevirt/ipam-controller@sha256:b7d382c91dd401886664eedcb2799731ff06728e2e59d7e7277e4ea00266fde9";

@@ -388,6 +388,7 @@ fn webhook(ctx: &Ctx) -> MutatingWebhookConfiguration {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterInfo;
     use crate::settings::Settings;
     use crate::spec::{KubeMacPool, NetworkAddonsConfigSpec, SelfSignConfiguration};
     use serde_json::Value;
@@ -429,7 +430,7 @@ mod tests {
             }),
             ..NetworkAddonsConfigSpec::default()
         };
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
 
         let controller = find(&out, "Deployment", MAC_CONTROLLER);
         let env_of = |d: &Value| env(&d["spec"]["template"]["spec"]["containers"][0]);
@@ -458,7 +459,7 @@ mod tests {
             }),
             ..NetworkAddonsConfigSpec::default()
         };
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
         let position = |kind: &str, name: &str| {
             out.iter()
                 .position(|r| r.object["kind"] == kind && r.object["metadata"]["name"] == name)
@@ -484,6 +485,6 @@ mod tests {
             kube_mac_pool: Some(KubeMacPool::default()),
             ..NetworkAddonsConfigSpec::default()
         };
-        assert!(render(&Ctx::new(&applied, &settings)).is_err());
+        assert!(render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).is_err());
     }
 }

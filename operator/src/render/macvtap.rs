@@ -100,6 +100,7 @@ fn default_config(ctx: &Ctx) -> ConfigMap {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterInfo;
     use crate::settings::Settings;
     use crate::spec::{Macvtap, NetworkAddonsConfigSpec};
 
@@ -122,7 +123,7 @@ mod tests {
     fn default_config_map_is_rendered_create_only() {
         let settings = Settings::defaults();
         let applied = spec(DEFAULT_DEVICE_PLUGIN_CONFIG);
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
         assert_eq!(kinds(&out), ["ServiceAccount", "ConfigMap", "DaemonSet"]);
         let cm = &out[1].object;
         assert_eq!(cm["metadata"]["name"], DEFAULT_DEVICE_PLUGIN_CONFIG);
@@ -140,7 +141,7 @@ mod tests {
     fn a_custom_config_map_is_referenced_not_rendered() {
         let settings = Settings::defaults();
         let applied = spec("my-macvtap-config");
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
         assert_eq!(kinds(&out), ["ServiceAccount", "DaemonSet"]);
         let env_from = &out[1].object["spec"]["template"]["spec"]["containers"][0]["envFrom"][0];
         assert_eq!(env_from["configMapRef"]["name"], "my-macvtap-config");
@@ -150,7 +151,7 @@ mod tests {
     fn an_unfilled_config_name_means_the_default() {
         let settings = Settings::defaults();
         let applied = spec("");
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
         assert_eq!(kinds(&out), ["ServiceAccount", "ConfigMap", "DaemonSet"]);
     }
 }

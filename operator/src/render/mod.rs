@@ -8,14 +8,18 @@
 
 pub mod common;
 pub mod images;
+pub mod kube_secondary_dns;
 pub mod kubemacpool;
+pub mod kubevirt_ipam_controller;
 pub mod linux_bridge;
 pub mod macvtap;
 pub mod multus;
+pub mod multus_dynamic_networks;
 pub mod ovs;
 
 use serde_json::Value;
 
+use crate::cluster::ClusterInfo;
 use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::spec::{Component, NetworkAddonsConfigSpec};
@@ -68,6 +72,14 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
         true,
     ),
     kind("v1", "ServiceAccount", "serviceaccounts", true, false),
+    kind("rbac.authorization.k8s.io/v1", "Role", "roles", true, false),
+    kind(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        false,
+    ),
     kind("v1", "ConfigMap", "configmaps", true, false),
     kind("v1", "Service", "services", true, false),
     kind(
@@ -84,6 +96,14 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
         false,
         false,
     ),
+    kind("cert-manager.io/v1", "Issuer", "issuers", true, false),
+    kind(
+        "cert-manager.io/v1",
+        "Certificate",
+        "certificates",
+        true,
+        false,
+    ),
     kind("apps/v1", "DaemonSet", "daemonsets", true, false),
     kind("apps/v1", "Deployment", "deployments", true, false),
     kind(
@@ -95,17 +115,24 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
     ),
 ];
 
-/// All objects of `applied`, in apply order.
-pub fn render(applied: &NetworkAddonsConfigSpec, settings: &Settings) -> Result<Vec<Rendered>> {
-    let ctx = common::Ctx::new(applied, settings);
+/// All objects of `applied` on `cluster`, in apply order.
+pub fn render(
+    applied: &NetworkAddonsConfigSpec,
+    settings: &Settings,
+    cluster: &ClusterInfo,
+) -> Result<Vec<Rendered>> {
+    let ctx = common::Ctx::new(applied, settings, cluster);
     let mut out = vec![common::to_rendered(None, &common::namespace(&ctx))?];
-    for component in applied.components() {
+    for component in applied.deployed_components(cluster) {
         out.extend(match component {
             Component::Multus => multus::render(&ctx)?,
+            Component::MultusDynamicNetworks => multus_dynamic_networks::render(&ctx)?,
             Component::LinuxBridge => linux_bridge::render(&ctx)?,
             Component::KubeMacPool => kubemacpool::render(&ctx)?,
             Component::Ovs => ovs::render(&ctx)?,
             Component::Macvtap => macvtap::render(&ctx)?,
+            Component::KubeSecondaryDns => kube_secondary_dns::render(&ctx)?,
+            Component::KubevirtIpamController => kubevirt_ipam_controller::render(&ctx)?,
         });
     }
     Ok(out)
@@ -130,9 +157,11 @@ pub fn to_yaml(objects: &[Rendered]) -> Result<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterInfo;
     use crate::defaults::fill_defaults;
     use crate::spec::{
-        KubeMacPool, LinuxBridge, Macvtap, Multus, Ovs, Placement, PlacementConfiguration,
+        KubeMacPool, KubeSecondaryDns, KubevirtIpamController, LinuxBridge, Macvtap, Multus,
+        MultusDynamicNetworks, Ovs, Placement, PlacementConfiguration,
     };
     use std::collections::BTreeMap;
 
@@ -143,6 +172,9 @@ mod tests {
             kube_mac_pool: Some(KubeMacPool::default()),
             ovs: Some(Ovs {}),
             macvtap: Some(Macvtap::default()),
+            multus_dynamic_networks: Some(MultusDynamicNetworks::default()),
+            kube_secondary_dns: Some(KubeSecondaryDns::default()),
+            kubevirt_ipam_controller: Some(KubevirtIpamController::default()),
             ..NetworkAddonsConfigSpec::default()
         }
     }
@@ -161,7 +193,12 @@ mod tests {
     #[test]
     fn namespace_first_then_components_in_order() {
         let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(
+            &applied,
+            &Settings::defaults(),
+            &ClusterInfo::WITH_CERT_MANAGER,
+        )
+        .unwrap();
         assert_eq!(out[0].object["kind"], "Namespace");
         assert_eq!(out[0].component, None);
         let order: Vec<Component> = out.iter().filter_map(|r| r.component).collect();
@@ -174,9 +211,26 @@ mod tests {
     }
 
     #[test]
+    fn the_ipam_controller_is_not_rendered_where_nobody_issues_its_certificate() {
+        let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
+        assert!(out
+            .iter()
+            .all(|r| r.component != Some(Component::KubevirtIpamController)));
+        let not_deployed = applied.not_deployed(&ClusterInfo::default());
+        assert!(not_deployed
+            .iter()
+            .any(|n| n.component == "kubevirtIpamController" && n.reason.contains("cert-manager")));
+        assert!(applied
+            .not_deployed(&ClusterInfo::WITH_CERT_MANAGER)
+            .iter()
+            .all(|n| n.component != "kubevirtIpamController"));
+    }
+
+    #[test]
     fn nothing_but_the_namespace_for_an_empty_spec() {
         let applied = fill_defaults(&NetworkAddonsConfigSpec::default(), None, [1, 2]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
         assert_eq!(out.len(), 1);
     }
 
@@ -194,11 +248,12 @@ mod tests {
             }),
         });
         let applied = fill_defaults(&spec, None, [0x4a, 0xbe]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
         let daemon_sets = workloads(&out, "DaemonSet");
         let deployments = workloads(&out, "Deployment");
-        assert_eq!(daemon_sets.len(), 4);
-        assert_eq!(deployments.len(), 2);
+        // no IPAM controller (the one Deployment on the workloads placement, as upstream) here
+        assert_eq!(daemon_sets.len(), 5);
+        assert_eq!(deployments.len(), 3);
         for ds in &daemon_sets {
             assert_eq!(
                 pod_spec(ds)["nodeSelector"],
@@ -220,7 +275,7 @@ mod tests {
     #[test]
     fn default_placement_prefers_control_plane_for_infra_and_linux_for_agents() {
         let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
         for ds in workloads(&out, "DaemonSet") {
             let pod = pod_spec(&ds);
             assert_eq!(pod["nodeSelector"]["kubernetes.io/os"], "linux");
@@ -248,7 +303,7 @@ mod tests {
             ..Settings::defaults()
         };
         let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
-        let out = render(&applied, &settings).unwrap();
+        let out = render(&applied, &settings, &ClusterInfo::default()).unwrap();
         let by_name = |name: &str| {
             out.iter()
                 .find(|r| r.object["kind"] == "DaemonSet" && r.object["metadata"]["name"] == name)
@@ -343,7 +398,7 @@ mod tests {
         let mut spec = everything();
         spec.image_pull_policy = Some("Always".to_string());
         let applied = fill_defaults(&spec, None, [0x4a, 0xbe]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
         let mut seen = 0;
         for r in &out {
             let pod = pod_spec(&r.object);
@@ -360,7 +415,7 @@ mod tests {
     #[test]
     fn yaml_is_one_document_per_object() {
         let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
-        let out = render(&applied, &Settings::defaults()).unwrap();
+        let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
         let yaml = to_yaml(&out).unwrap();
         assert_eq!(yaml.matches("---\n").count(), out.len());
         assert_eq!(yaml, to_yaml(&out).unwrap());

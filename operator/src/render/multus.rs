@@ -276,6 +276,7 @@ fn daemon_set(ctx: &Ctx) -> k8s_openapi::api::apps::v1::DaemonSet {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterInfo;
     use crate::settings::Settings;
     use crate::spec::{Multus, NetworkAddonsConfigSpec};
 
@@ -290,7 +291,7 @@ mod tests {
             multus: Some(Multus {}),
             ..NetworkAddonsConfigSpec::default()
         };
-        let out = render(&Ctx::new(&applied, &settings)).unwrap();
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
         let config = &out[4].object["data"][DAEMON_CONFIG_KEY];
         let config: serde_json::Value = serde_json::from_str(config.as_str().unwrap()).unwrap();
         assert_eq!(config["binDir"], "/var/lib/cni/bin");

@@ -22,6 +22,8 @@ ROOTS = [
     ("", "v1", "Event"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "v1", "Role"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
     ("apps", "v1", "DaemonSet"),
     ("apps", "v1", "Deployment"),
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
