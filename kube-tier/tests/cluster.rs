@@ -41,6 +41,14 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::full_cr_progressing,
     ),
     (
+        "the_ipam_controller_is_deployed_once_cert_manager_is_there",
+        scenarios::operator::ipam_controller_follows_cert_manager,
+    ),
+    (
+        "operator_metrics_are_scraped_through_its_service",
+        scenarios::operator::metrics_through_the_service,
+    ),
+    (
         "plugins_land_in_the_node_cni_directory",
         scenarios::operator::plugins_land_on_the_node,
     ),

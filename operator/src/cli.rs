@@ -68,6 +68,9 @@ pub enum Command {
         /// Render for OpenShift (which the operator finds by itself)
         #[arg(long)]
         openshift: bool,
+        /// Render for a cluster with the Prometheus operator's CRDs (found by itself too)
+        #[arg(long)]
+        monitoring: bool,
     },
     /// Print the CustomResourceDefinition
     Crd,
@@ -92,6 +95,7 @@ impl Cli {
                 mac_prefix,
                 cert_manager,
                 openshift,
+                monitoring,
             } => {
                 let input = match file.as_deref() {
                     None => read_stdin()?,
@@ -102,6 +106,7 @@ impl Cli {
                 let cluster = ClusterInfo {
                     openshift,
                     cert_manager,
+                    monitoring,
                 };
                 let out = render_cr(
                     &input,

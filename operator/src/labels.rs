@@ -22,6 +22,9 @@ pub const UPSTREAM_VERSION: &str = "networkaddonsoperator.network.kubevirt.io/ve
 /// says; the per-component conditions are computed from it.
 pub const OWN_COMPONENT: &str = "networkaddonsoperator.network.kubevirt.io/component";
 
+/// Pods whose `/metrics` the monitoring Service exposes (the operator's), upstream's key.
+pub const PROMETHEUS: &str = "prometheus.cnao.io";
+
 /// The selector that finds everything this operator manages.
 pub fn managed_selector() -> String {
     format!("{MANAGED_BY}={MANAGED_BY_VALUE}")

@@ -225,6 +225,8 @@ fn deployment(settings: &Settings) -> Deployment {
     pod_meta.name = None;
     if let Some(l) = pod_meta.labels.as_mut() {
         l.extend(selector.clone());
+        // the rendered metrics Service selects the operator's pods by it
+        l.insert(labels::PROMETHEUS.to_string(), "true".to_string());
     }
     let env = settings
         .env_vars()

@@ -44,6 +44,12 @@ pub struct Settings {
     /// Variables of the upstream operator that name images our plugins image replaces
     /// ([`SUPERSEDED`]), as found set: accepted so its operator.yaml still works, and logged.
     pub superseded: Vec<(String, String)>,
+    /// `MONITORING_NAMESPACE`: where the monitoring stack's service account lives.
+    pub monitoring_namespace: String,
+    /// `MONITORING_SERVICE_ACCOUNT`: the service account Prometheus scrapes with.
+    pub monitoring_service_account: String,
+    /// `RUNBOOK_URL_TEMPLATE`: the alerts' runbook links, `%s` replaced by the alert's name.
+    pub runbook_url_template: String,
     /// `CNI_BIN_DIR`: the node's plugin directory (`/var/lib/cni/bin` on OpenShift).
     pub cni_bin_dir: String,
     /// `CNI_CONF_DIR`: the node's network config directory.
@@ -76,6 +82,9 @@ impl Settings {
             core_dns_image: String::new(),
             kubevirt_ipam_controller_image: String::new(),
             superseded: Vec::new(),
+            monitoring_namespace: "monitoring".to_string(),
+            monitoring_service_account: "prometheus-k8s".to_string(),
+            runbook_url_template: "https://kubevirt.io/monitoring/runbooks/%s".to_string(),
             cni_bin_dir: "/opt/cni/bin".to_string(),
             cni_conf_dir: "/etc/cni/net.d".to_string(),
             pod_name: String::new(),
@@ -122,6 +131,12 @@ impl Settings {
                     .map(|v| (var.to_string(), v))
             })
             .collect();
+        set(&mut s.monitoring_namespace, "MONITORING_NAMESPACE");
+        set(
+            &mut s.monitoring_service_account,
+            "MONITORING_SERVICE_ACCOUNT",
+        );
+        set(&mut s.runbook_url_template, "RUNBOOK_URL_TEMPLATE");
         set(&mut s.cni_bin_dir, "CNI_BIN_DIR");
         set(&mut s.cni_conf_dir, "CNI_CONF_DIR");
         s
@@ -166,6 +181,12 @@ impl Settings {
                 "KUBEVIRT_IPAM_CONTROLLER_IMAGE",
                 literal(&self.kubevirt_ipam_controller_image),
             ),
+            ("MONITORING_NAMESPACE", literal(&self.monitoring_namespace)),
+            (
+                "MONITORING_SERVICE_ACCOUNT",
+                literal(&self.monitoring_service_account),
+            ),
+            ("RUNBOOK_URL_TEMPLATE", literal(&self.runbook_url_template)),
             ("CNI_BIN_DIR", literal(&self.cni_bin_dir)),
             ("CNI_CONF_DIR", literal(&self.cni_conf_dir)),
         ]

@@ -853,23 +853,37 @@ async fn an_object_replaced_behind_the_operators_back_is_recreated() {
 async fn objects_the_upstream_operator_left_are_deleted_when_not_rendered() {
     let h = harness();
     let nac = h.create("cluster", LINUX_BRIDGE).await;
-    // upstream's separate marker DaemonSet and its metrics Service
+    // upstream's separate marker DaemonSet
     h.fake.put(
         "apps/v1",
         "daemonsets",
         upstream_daemon_set("bridge-marker", Some(&nac)),
     );
+    h.reconcile().await.unwrap();
+    assert!(h.fake.daemonset(NS, "bridge-marker").is_none());
+    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
+    assert!(h.warnings().is_empty(), "{:?}", h.warnings());
+}
+
+#[tokio::test]
+async fn the_upstream_metrics_service_is_taken_over_for_our_endpoint() {
+    let h = harness();
+    let nac = h.create("cluster", LINUX_BRIDGE).await;
     let metrics_name = "cluster-network-addons-operator-prometheus-metrics";
     let metrics = json!({"apiVersion": "v1", "kind": "Service",
                          "metadata": upstream_meta(metrics_name, Some(&nac)),
-                         "spec": {"ports": [{"port": 8443}]}});
+                         "spec": {"ports": [{"port": 8443, "protocol": "TCP"}]}});
     h.fake.put("v1", "services", metrics);
 
     h.reconcile().await.unwrap();
-    assert!(h.fake.daemonset(NS, "bridge-marker").is_none());
-    assert!(h.fake.list("v1", "services").is_empty());
-    assert!(h.fake.daemonset(NS, BRIDGE_DS).is_some());
-    assert!(h.warnings().is_empty(), "{:?}", h.warnings());
+    let services = h.fake.list("v1", "services");
+    assert_eq!(services.len(), 1);
+    assert_eq!(services[0]["metadata"]["name"], metrics_name);
+    assert_eq!(services[0]["spec"]["ports"][0]["port"], 8080);
+    assert_eq!(
+        services[0]["spec"]["selector"],
+        json!({"prometheus.cnao.io": "true"})
+    );
 }
 
 #[tokio::test]

@@ -117,6 +117,83 @@ mod cert_manager {
     }
 }
 
+/// The fields of the Prometheus operator's v1 ServiceMonitor and PrometheusRule the operator
+/// renders (prometheus-operator API reference).
+mod monitoring {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct ServiceMonitor {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        spec: ServiceMonitorSpec,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct ServiceMonitorSpec {
+        selector: LabelSelector,
+        namespace_selector: NamespaceSelector,
+        endpoints: Vec<Endpoint>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct NamespaceSelector {
+        match_names: Vec<String>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Endpoint {
+        port: String,
+        scheme: String,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct PrometheusRule {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        spec: PrometheusRuleSpec,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PrometheusRuleSpec {
+        groups: Vec<RuleGroup>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RuleGroup {
+        name: String,
+        rules: Vec<Rule>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Rule {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alert: Option<String>,
+        expr: String,
+        #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+        for_: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        labels: Option<BTreeMap<String, String>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<BTreeMap<String, String>>,
+    }
+}
+
 fn check_typed(object: &Value) -> Result<(), String> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
@@ -141,6 +218,12 @@ fn check_typed(object: &Value) -> Result<(), String> {
         }
         ("cert-manager.io/v1", "Issuer") => roundtrip::<cert_manager::Issuer>(object),
         ("cert-manager.io/v1", "Certificate") => roundtrip::<cert_manager::Certificate>(object),
+        ("monitoring.coreos.com/v1", "ServiceMonitor") => {
+            roundtrip::<monitoring::ServiceMonitor>(object)
+        }
+        ("monitoring.coreos.com/v1", "PrometheusRule") => {
+            roundtrip::<monitoring::PrometheusRule>(object)
+        }
         _ => Err(format!(
             "{api_version} {kind}: no typed check for this kind; add one"
         )),
@@ -303,4 +386,37 @@ fn a_misspelt_field_fails_the_round_trip() {
     let mut unknown = ds.clone();
     unknown["kind"] = Value::String("DaemonSetz".to_string());
     assert!(check_typed(&unknown).is_err());
+}
+
+/// The API server refuses a probe whose port is a string of digits ("must contain at least one
+/// letter"); a named port must be one its container declares.
+#[test]
+fn every_probe_port_is_a_number_or_a_port_its_container_names() {
+    let mut failures = Vec::new();
+    for (example, _, objects) in rendered_examples() {
+        for r in &objects {
+            let pod = &r.object["spec"]["template"]["spec"];
+            for c in pod["containers"].as_array().into_iter().flatten() {
+                let declared: Vec<&str> = c["ports"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p["name"].as_str())
+                    .collect();
+                for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                    let port = &c[probe]["httpGet"]["port"];
+                    if let Some(name) = port.as_str() {
+                        if !declared.contains(&name) {
+                            failures.push(format!(
+                                "{example}: {} {}: {probe} port {name:?} is not a named port of it",
+                                describe(&r.object),
+                                c["name"]
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -82,7 +82,8 @@ pub fn reset(ctx: &Ctx) -> Result<()> {
 pub fn owned_objects(ctx: &Ctx) -> Result<Vec<String>> {
     let out = ctx.kubectl(&[
         "get",
-        "daemonsets,deployments,configmaps,services,serviceaccounts,clusterroles,clusterrolebindings",
+        "daemonsets,deployments,configmaps,services,serviceaccounts,clusterroles,clusterrolebindings,\
+         roles,rolebindings,mutatingwebhookconfigurations",
         "-A", "-l", "networkaddonsoperator.network.kubevirt.io/version", "-o", "name",
     ])?;
     Ok(out.lines().map(str::to_string).collect())
@@ -120,6 +121,42 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
         },
     )
     .with_context(|| format!("Progressing said: {message}"))?;
+    // Every component's own condition: ours available, the upstream ones rolling out, the IPAM
+    // controller not deployed for want of a certificate issuer.
+    let nac = ctx.nac()?;
+    for (type_, status, reason) in [
+        ("LinuxBridgeAvailable", "True", "AsExpected"),
+        ("OvsAvailable", "True", "AsExpected"),
+        ("MultusAvailable", "False", "Deploying"),
+        ("MultusDynamicNetworksAvailable", "False", "Deploying"),
+        ("KubeMacPoolAvailable", "False", "Deploying"),
+        ("MacvtapAvailable", "False", "Deploying"),
+        ("KubeSecondaryDNSAvailable", "False", "Deploying"),
+        ("KubevirtIpamControllerAvailable", "False", "NotDeployed"),
+    ] {
+        let c = nac_condition(&nac, type_).with_context(|| format!("no {type_} condition"))?;
+        check(c["status"] == status && c["reason"] == reason, || {
+            format!("{type_}: {c}")
+        })?;
+    }
+    let ipam = nac_condition(&nac, "KubevirtIpamControllerAvailable").unwrap_or_default();
+    check(ipam["message"].to_string().contains("cert-manager"), || {
+        format!("the IPAM controller's condition does not say what it needs: {ipam}")
+    })?;
+    for (kind, name) in COMPONENT_OBJECTS {
+        check(ctx.exists(kind, name, Some(NAMESPACE))?, || {
+            format!("{kind} {name} was not created")
+        })?;
+    }
+    let dns = ctx.get(&["get", "service", "secondary-dns", "-n", NAMESPACE])?;
+    check(
+        dns["spec"]["ports"][0]["nodePort"].as_i64().is_some(),
+        || format!("the DNS Service has no node port: {}", dns["spec"]),
+    )?;
+    check(
+        !ctx.exists("deployment", IPAM_DEPLOYMENT, Some(NAMESPACE))?,
+        || "the IPAM controller was deployed without a certificate issuer".into(),
+    )?;
     for ds in [LINUX_BRIDGE_DS, OVS_DS] {
         let d = ctx.get(&["get", "daemonset", ds, "-n", NAMESPACE])?;
         let images: BTreeSet<&str> = d["spec"]["template"]["spec"]["containers"]
@@ -136,6 +173,124 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Objects of the upstream components of the full spec, besides those of the first test.
+const COMPONENT_OBJECTS: [(&str, &str); 9] = [
+    ("daemonset", "multus"),
+    ("daemonset", "dynamic-networks-controller-ds"),
+    ("configmap", "dynamic-networks-controller-config"),
+    ("deployment", "kubemacpool-mac-controller-manager"),
+    ("daemonset", "macvtap-cni"),
+    ("deployment", "secondary-dns"),
+    ("configmap", "secondary-dns"),
+    ("service", "secondary-dns"),
+    ("serviceaccount", "secondary"),
+];
+
+const IPAM_DEPLOYMENT: &str = "kubevirt-ipam-controller-manager";
+const IPAM_WEBHOOK: &str = "kubevirt-ipam-controller-mutating-webhook-configuration";
+
+/// CRDs with the names, group and version of another project's own, whose schemas keep every
+/// field: the operator only looks for their names, and that project itself does not run here
+/// (its images cannot be pulled). `kinds` are (plural, kind).
+fn stand_in_crds(group: &str, kinds: &[(&str, &str)]) -> String {
+    kinds
+        .iter()
+        .map(|(plural, kind)| {
+            format!(
+                "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                 metadata:\n  name: {plural}.{group}\nspec:\n  group: {group}\n  \
+                 names:\n    kind: {kind}\n    plural: {plural}\n  scope: Namespaced\n  versions:\n  \
+                 - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        \
+                 type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+            )
+        })
+        .collect()
+}
+
+fn cert_manager_crds() -> String {
+    stand_in_crds(
+        "cert-manager.io",
+        &[("certificates", "Certificate"), ("issuers", "Issuer")],
+    )
+}
+
+/// The IPAM controller of the full spec is deployed once cert-manager's CRDs appear (no
+/// operator restart) with its Certificate, Issuer, webhook and Deployment accepted by the API
+/// server, and goes again when they go.
+pub fn ipam_controller_follows_cert_manager(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(FULL_SPEC)?;
+    ctx.apply(&cert_manager_crds())?;
+    let outcome = (|| {
+        wait_for(
+            "the IPAM controller's objects",
+            Duration::from_secs(120),
+            || {
+                Ok((ctx.exists("deployment", IPAM_DEPLOYMENT, Some(NAMESPACE))?
+                    && ctx.exists("mutatingwebhookconfiguration", IPAM_WEBHOOK, None)?
+                    && ctx.exists(
+                        "certificates.cert-manager.io",
+                        "kubevirt-ipam-controller-serving-cert",
+                        Some(NAMESPACE),
+                    )?
+                    && ctx.exists(
+                        "issuers.cert-manager.io",
+                        "kubevirt-ipam-controller-selfsigned-issuer",
+                        Some(NAMESPACE),
+                    )?)
+                .then_some(()))
+            },
+        )?;
+        check(
+            ctx.exists(
+                "customresourcedefinition",
+                "ipamclaims.k8s.cni.cncf.io",
+                None,
+            )?,
+            || "no IPAMClaim CRD".into(),
+        )?;
+        let hook = ctx.get(&["get", "mutatingwebhookconfiguration", IPAM_WEBHOOK])?;
+        let inject = &hook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"];
+        check(
+            *inject == format!("{NAMESPACE}/kubevirt-ipam-controller-serving-cert"),
+            || format!("the webhook's CA comes from {inject}"),
+        )?;
+        let nac = wait_for(
+            "the IPAM controller's condition to say it is deploying",
+            Duration::from_secs(60),
+            || {
+                let nac = ctx.nac()?;
+                Ok(nac_condition(&nac, "KubevirtIpamControllerAvailable")
+                    .is_some_and(|c| c["reason"] == "Deploying")
+                    .then_some(nac))
+            },
+        )?;
+        let not_deployed = nac["status"]["notDeployed"].to_string();
+        check(!not_deployed.contains("kubevirtIpamController"), || {
+            format!("still listed as not deployed: {not_deployed}")
+        })
+    })();
+    ctx.kubectl(&[
+        "delete",
+        "customresourcedefinition",
+        "certificates.cert-manager.io",
+        "issuers.cert-manager.io",
+        "--timeout=60s",
+    ])?;
+    outcome?;
+    wait_for(
+        "the IPAM controller to go with cert-manager",
+        Duration::from_secs(120),
+        || {
+            Ok(
+                (!ctx.exists("deployment", IPAM_DEPLOYMENT, Some(NAMESPACE))?
+                    && !ctx.exists("mutatingwebhookconfiguration", IPAM_WEBHOOK, None)?)
+                .then_some(()),
+            )
+        },
+    )
 }
 
 /// The bridge walkthrough's config (seed 004): multus, linuxBridge, nmstate, `Always`.
@@ -341,4 +496,93 @@ pub fn component_conditions_and_config_labels(ctx: &mut Ctx) -> Result<()> {
         Duration::from_secs(60),
         || Ok((!ctx.exists("daemonset", "multus", Some(NAMESPACE))?).then_some(())),
     )
+}
+
+const METRICS_SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
+
+/// The operator's metrics, scraped through its Service (the API server's service proxy), with
+/// the upstream operator's names; and its ServiceMonitor and PrometheusRule once the Prometheus
+/// operator's CRDs are there.
+pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    let path = format!(
+        "/api/v1/namespaces/{NAMESPACE}/services/http:{METRICS_SERVICE}:metrics/proxy/metrics"
+    );
+    let metrics = wait_for(
+        "the metrics to say the config is ready",
+        Duration::from_secs(60),
+        || {
+            let body = ctx.kubectl(&["get", "--raw", &path])?;
+            Ok(body
+                .contains("\nkubevirt_cnao_cr_ready 1\n")
+                .then_some(body))
+        },
+    )?;
+    for line in [
+        "kubevirt_cnao_operator_up 1",
+        "kubevirt_cnao_cr_kubemacpool_deployed 0",
+        "# HELP kubevirt_cnao_cr_ready CNAO CR Ready",
+    ] {
+        check(metrics.contains(line), || {
+            format!("no {line:?} in:\n{metrics}")
+        })?;
+    }
+    println!(
+        "    scraped: {}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("kubevirt_cnao_"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    ctx.apply(&stand_in_crds(
+        "monitoring.coreos.com",
+        &[
+            ("servicemonitors", "ServiceMonitor"),
+            ("prometheusrules", "PrometheusRule"),
+        ],
+    ))?;
+    let outcome = wait_for(
+        "the ServiceMonitor and PrometheusRule",
+        Duration::from_secs(120),
+        || {
+            Ok((ctx.exists(
+                "servicemonitors.monitoring.coreos.com",
+                "service-monitor-cluster-network-addons-operator",
+                Some(NAMESPACE),
+            )? && ctx.exists(
+                "prometheusrules.monitoring.coreos.com",
+                "prometheus-rules-cluster-network-addons-operator",
+                Some(NAMESPACE),
+            )?)
+            .then_some(()))
+        },
+    )
+    .and_then(|()| {
+        let rule = ctx.get(&[
+            "get",
+            "prometheusrules.monitoring.coreos.com",
+            "prometheus-rules-cluster-network-addons-operator",
+            "-n",
+            NAMESPACE,
+        ])?;
+        let text = rule["spec"].to_string();
+        check(
+            ["CnaoDown", "NetworkAddonsConfigNotReady", "KubemacpoolDown"]
+                .iter()
+                .all(|a| text.contains(a)),
+            || format!("alerts missing: {text}"),
+        )
+    });
+    ctx.kubectl(&[
+        "delete",
+        "customresourcedefinition",
+        "servicemonitors.monitoring.coreos.com",
+        "prometheusrules.monitoring.coreos.com",
+        "--timeout=60s",
+    ])?;
+    outcome
 }

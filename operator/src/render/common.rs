@@ -276,11 +276,12 @@ pub fn container_port(name: &str, port: i32, protocol: &str) -> ContainerPort {
     }
 }
 
-pub fn http_probe(path: &str, port: &str, initial_delay: i32, period: i32) -> Probe {
+/// An HTTP GET probe of `path` on `port` (a number, or the name of a container port).
+pub fn http_probe(path: &str, port: IntOrString, initial_delay: i32, period: i32) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.to_string()),
-            port: IntOrString::String(port.to_string()),
+            port,
             ..HTTPGetAction::default()
         }),
         initial_delay_seconds: Some(initial_delay),

@@ -103,6 +103,10 @@ fn service(ctx: &Ctx) -> Service {
     }
 }
 
+fn named(port: &str) -> IntOrString {
+    IntOrString::String(port.to_string())
+}
+
 fn config_env(name: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
@@ -127,8 +131,8 @@ fn deployment(ctx: &Ctx) -> Deployment {
             common::container_port("healthport", 8082, "TCP"),
             common::container_port("readyport", 8083, "TCP"),
         ]),
-        readiness_probe: Some(common::http_probe("/ready", "readyport", 5, 10)),
-        liveness_probe: Some(common::http_probe("/health", "healthport", 15, 20)),
+        readiness_probe: Some(common::http_probe("/ready", named("readyport"), 5, 10)),
+        liveness_probe: Some(common::http_probe("/health", named("healthport"), 15, 20)),
         resources: Some(common::requests("100m", "70Mi")),
         security_context: Some(common::restricted()),
         volume_mounts: Some(vec![
@@ -146,8 +150,8 @@ fn deployment(ctx: &Ctx) -> Deployment {
     let monitor = Container {
         env: Some(vec![config_env("DOMAIN"), config_env("NAME_SERVER_IP")]),
         ports: Some(vec![common::container_port("healthport", 8081, "TCP")]),
-        readiness_probe: Some(common::http_probe("/readyz", "healthport", 5, 10)),
-        liveness_probe: Some(common::http_probe("/healthz", "healthport", 15, 20)),
+        readiness_probe: Some(common::http_probe("/readyz", named("healthport"), 5, 10)),
+        liveness_probe: Some(common::http_probe("/healthz", named("healthport"), 15, 20)),
         resources: Some(common::requests("100m", "70Mi")),
         security_context: Some(common::restricted()),
         volume_mounts: Some(vec![zones()]),

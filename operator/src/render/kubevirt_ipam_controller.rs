@@ -44,6 +44,8 @@ const LEADER_ROLE: &str = "kubevirt-ipam-controller-leader-election-role";
 const LEADER_ROLE_BINDING: &str = "kubevirt-ipam-controller-leader-election-rolebinding";
 const SELECTOR: &[(&str, &str)] = &[("app", "ipam-virt-workloads"), ("control-plane", "manager")];
 const WEBHOOK_PORT: i32 = 9443;
+/// `/healthz` and `/readyz`, on a port the container does not declare.
+const HEALTH_PORT: IntOrString = IntOrString::Int(8081);
 /// The Secret holding the webhook's key pair: cert-manager's Certificate writes it elsewhere,
 /// OpenShift's service CA writes the one named after the Service.
 const CERT_MANAGER_SECRET: &str = "webhook-server-cert";
@@ -215,8 +217,8 @@ fn deployment(ctx: &Ctx) -> Deployment {
             WEBHOOK_PORT,
             "TCP",
         )]),
-        liveness_probe: Some(common::http_probe("/healthz", "8081", 15, 20)),
-        readiness_probe: Some(common::http_probe("/readyz", "8081", 5, 10)),
+        liveness_probe: Some(common::http_probe("/healthz", HEALTH_PORT, 15, 20)),
+        readiness_probe: Some(common::http_probe("/readyz", HEALTH_PORT, 5, 10)),
         resources: Some(common::requests("10m", "128Mi")),
         security_context: Some(common::restricted()),
         volume_mounts: Some(vec![VolumeMount {
@@ -402,10 +404,7 @@ mod tests {
         out.iter().find(|o| o["kind"] == kind)
     }
 
-    const CERT_MANAGER: ClusterInfo = ClusterInfo {
-        openshift: false,
-        cert_manager: true,
-    };
+    const CERT_MANAGER: ClusterInfo = ClusterInfo::WITH_CERT_MANAGER;
 
     #[test]
     fn with_cert_manager_a_certificate_serves_the_webhook_and_its_ca_is_injected() {
@@ -439,7 +438,7 @@ mod tests {
         let out = rendered(
             ClusterInfo {
                 openshift: true,
-                cert_manager: false,
+                ..ClusterInfo::default()
             },
             "",
         );

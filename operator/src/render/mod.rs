@@ -13,6 +13,7 @@ pub mod kubemacpool;
 pub mod kubevirt_ipam_controller;
 pub mod linux_bridge;
 pub mod macvtap;
+pub mod monitoring;
 pub mod multus;
 pub mod multus_dynamic_networks;
 pub mod ovs;
@@ -105,6 +106,20 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
         false,
     ),
     kind("apps/v1", "DaemonSet", "daemonsets", true, false),
+    kind(
+        "monitoring.coreos.com/v1",
+        "ServiceMonitor",
+        "servicemonitors",
+        true,
+        false,
+    ),
+    kind(
+        "monitoring.coreos.com/v1",
+        "PrometheusRule",
+        "prometheusrules",
+        true,
+        false,
+    ),
     kind("apps/v1", "Deployment", "deployments", true, false),
     kind(
         "admissionregistration.k8s.io/v1",
@@ -135,6 +150,7 @@ pub fn render(
             Component::KubevirtIpamController => kubevirt_ipam_controller::render(&ctx)?,
         });
     }
+    out.extend(monitoring::render(&ctx)?);
     Ok(out)
 }
 
@@ -231,7 +247,11 @@ mod tests {
     fn nothing_but_the_namespace_for_an_empty_spec() {
         let applied = fill_defaults(&NetworkAddonsConfigSpec::default(), None, [1, 2]);
         let out = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
-        assert_eq!(out.len(), 1);
+        let names: Vec<&str> = out
+            .iter()
+            .map(|r| r.object["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cluster-network-addons", monitoring::SERVICE]);
     }
 
     #[test]

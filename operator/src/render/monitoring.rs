@@ -1,0 +1,275 @@
+//! The operator's metrics, for Prometheus: the Service in front of `/metrics` (the upstream
+//! operator's name, selecting pods labelled `prometheus.cnao.io: "true"`, which the operator's
+//! own are), and, where the Prometheus operator's CRDs are served, the upstream operator's
+//! ServiceMonitor, PrometheusRule (its recording rules and alerts) and the Role that lets the
+//! monitoring stack's service account discover the endpoints.
+//!
+//! Differences from upstream: the endpoint is plain HTTP on the `metrics` port (upstream serves
+//! HTTPS with token authentication); the operator pods' name prefix in the `up` rules is ours;
+//! `kubevirt_cnao_operator_up` is exported by the operator itself, so only its
+//! `cluster:...:sum` form is a recording rule.
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{json, Value};
+
+use super::common::{self, Ctx};
+use super::Rendered;
+use crate::error::Result;
+use crate::labels;
+
+pub const SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
+pub const SERVICE_MONITOR: &str = "service-monitor-cluster-network-addons-operator";
+pub const PROMETHEUS_RULE: &str = "prometheus-rules-cluster-network-addons-operator";
+pub const MONITORING_ROLE: &str = "cluster-network-addons-operator-monitoring";
+/// The name prefix of the operator's pods (its Deployment's name).
+const OPERATOR_POD_PREFIX: &str = "network-addons-operator-";
+
+pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
+    let mut out = vec![common::to_rendered(None, &service(ctx))?];
+    if ctx.cluster.monitoring {
+        out.extend([
+            common::to_rendered(None, &role(ctx))?,
+            common::to_rendered(None, &role_binding(ctx))?,
+            common::to_rendered(None, &service_monitor(ctx))?,
+            common::to_rendered(None, &prometheus_rule(ctx))?,
+        ]);
+    }
+    Ok(out)
+}
+
+fn prometheus_label() -> std::collections::BTreeMap<String, String> {
+    common::string_map(&[(labels::PROMETHEUS, "true")])
+}
+
+fn service(ctx: &Ctx) -> Service {
+    Service {
+        metadata: with_prometheus_label(ctx, SERVICE),
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                name: Some("metrics".to_string()),
+                port: crate::manifests::METRICS_PORT,
+                protocol: Some("TCP".to_string()),
+                target_port: Some(IntOrString::String("metrics".to_string())),
+                ..ServicePort::default()
+            }]),
+            selector: Some(prometheus_label()),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn role(ctx: &Ctx) -> Role {
+    Role {
+        metadata: common::meta(ctx, MONITORING_ROLE, None),
+        rules: Some(vec![common::rule(
+            &[""],
+            &["services", "endpoints", "pods"],
+            &["get", "list", "watch"],
+        )]),
+    }
+}
+
+fn role_binding(ctx: &Ctx) -> RoleBinding {
+    RoleBinding {
+        metadata: common::meta(ctx, MONITORING_ROLE, None),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_string(),
+            kind: "Role".to_string(),
+            name: MONITORING_ROLE.to_string(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: None,
+            kind: "ServiceAccount".to_string(),
+            name: ctx.settings.monitoring_service_account.clone(),
+            namespace: Some(ctx.settings.monitoring_namespace.clone()),
+        }]),
+    }
+}
+
+fn with_prometheus_label(ctx: &Ctx, name: &str) -> ObjectMeta {
+    let mut metadata = common::meta(ctx, name, None);
+    if let Some(l) = metadata.labels.as_mut() {
+        l.extend(prometheus_label());
+    }
+    metadata
+}
+
+fn service_monitor(ctx: &Ctx) -> Value {
+    let mut metadata = with_prometheus_label(ctx, SERVICE_MONITOR);
+    if let Some(l) = metadata.labels.as_mut() {
+        l.insert("openshift.io/cluster-monitoring".to_string(), String::new());
+    }
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": metadata,
+        "spec": {
+            "selector": {"matchLabels": prometheus_label()},
+            "namespaceSelector": {"matchNames": [ctx.settings.namespace]},
+            "endpoints": [{"port": "metrics", "scheme": "http"}],
+        },
+    })
+}
+
+fn record(name: &str, expr: String) -> Value {
+    json!({"record": name, "expr": expr})
+}
+
+fn alert(ctx: &Ctx, name: &str, expr: &str, severity: &str, summary: &str) -> Value {
+    json!({
+        "alert": name,
+        "expr": expr,
+        "for": "5m",
+        "labels": {
+            "severity": severity,
+            "operator_health_impact": severity,
+            "kubernetes_operator_part_of": "kubevirt",
+            "kubernetes_operator_component": "cluster-network-addons-operator",
+        },
+        "annotations": {
+            "summary": summary,
+            "runbook_url": ctx.settings.runbook_url_template.replace("%s", name),
+        },
+    })
+}
+
+/// The upstream operator's recording rules and alerts.
+fn prometheus_rule(ctx: &Ctx) -> Value {
+    let ns = &ctx.settings.namespace;
+    let up = |prefix: &str| format!("sum(up{{namespace='{ns}', pod=~'{prefix}.*'}} or vector(0))");
+    let sum_of = |metric: &str| format!("sum({metric}{{namespace='{ns}'}} or vector(0))");
+    let rules = vec![
+        record("cluster:kubevirt_cnao_operator_up:sum", up(OPERATOR_POD_PREFIX)),
+        record(
+            "cluster:kubevirt_cnao_kubemacpool_manager_up:sum",
+            up("kubemacpool-mac-controller-manager-"),
+        ),
+        record(
+            "kubevirt_cnao_kubemacpool_manager_up",
+            up("kubemacpool-mac-controller-manager-"),
+        ),
+        record(
+            "cluster:kubevirt_cnao_cr_kubemacpool_deployed:sum",
+            sum_of("kubevirt_cnao_cr_kubemacpool_deployed"),
+        ),
+        record(
+            "kubevirt_cnao_cr_kubemacpool_aggregated",
+            sum_of("kubevirt_cnao_cr_kubemacpool_deployed"),
+        ),
+        record(
+            "kubevirt_cnao_kubemacpool_duplicate_macs",
+            sum_of("kubevirt_kmp_duplicate_macs"),
+        ),
+        alert(
+            ctx,
+            "CnaoDown",
+            "cluster:kubevirt_cnao_operator_up:sum == 0",
+            "warning",
+            "CNAO pod is down.",
+        ),
+        alert(
+            ctx,
+            "NetworkAddonsConfigNotReady",
+            &format!("{} == 0", sum_of("kubevirt_cnao_cr_ready")),
+            "warning",
+            "CNAO CR NetworkAddonsConfig is not ready.",
+        ),
+        alert(
+            ctx,
+            "KubemacpoolDown",
+            "cluster:kubevirt_cnao_cr_kubemacpool_deployed:sum == 1 and cluster:kubevirt_cnao_kubemacpool_manager_up:sum == 0",
+            "critical",
+            "KubeMacpool is deployed by CNAO CR but KubeMacpool pod is down.",
+        ),
+        alert(
+            ctx,
+            "KubeMacPoolDuplicateMacsFound",
+            "kubevirt_cnao_kubemacpool_duplicate_macs != 0",
+            "warning",
+            "Duplicate macs found.",
+        ),
+    ];
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": with_prometheus_label(ctx, PROMETHEUS_RULE),
+        "spec": {"groups": [{"name": "kubevirt.cnao.rules", "rules": rules}]},
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterInfo;
+    use crate::settings::Settings;
+    use crate::spec::NetworkAddonsConfigSpec;
+
+    fn rendered(monitoring: bool) -> Vec<Value> {
+        let spec = NetworkAddonsConfigSpec::default();
+        let settings = Settings::defaults();
+        let cluster = ClusterInfo {
+            monitoring,
+            ..ClusterInfo::default()
+        };
+        render(&Ctx::new(&spec, &settings, &cluster))
+            .unwrap()
+            .into_iter()
+            .map(|r| r.object)
+            .collect()
+    }
+
+    #[test]
+    fn the_metrics_service_selects_pods_labelled_for_prometheus() {
+        let out = rendered(false);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0]["metadata"]["name"], SERVICE);
+        assert_eq!(
+            out[0]["spec"]["selector"],
+            json!({"prometheus.cnao.io": "true"})
+        );
+        assert_eq!(out[0]["spec"]["ports"][0]["targetPort"], "metrics");
+    }
+
+    #[test]
+    fn with_the_monitoring_crds_the_rules_and_monitor_are_rendered() {
+        let out = rendered(true);
+        let kinds: Vec<&str> = out.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Service",
+                "Role",
+                "RoleBinding",
+                "ServiceMonitor",
+                "PrometheusRule"
+            ]
+        );
+        let rules = &out[4]["spec"]["groups"][0]["rules"];
+        let alerts: Vec<&str> = rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["alert"].as_str())
+            .collect();
+        assert_eq!(
+            alerts,
+            [
+                "CnaoDown",
+                "NetworkAddonsConfigNotReady",
+                "KubemacpoolDown",
+                "KubeMacPoolDuplicateMacsFound"
+            ]
+        );
+        assert_eq!(
+            rules[6]["annotations"]["runbook_url"],
+            "https://kubevirt.io/monitoring/runbooks/CnaoDown"
+        );
+        assert_eq!(out[2]["subjects"][0]["name"], "prometheus-k8s");
+        assert_eq!(out[2]["subjects"][0]["namespace"], "monitoring");
+    }
+}
