@@ -101,6 +101,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::changes::adoption,
     ),
     (
+        "in_place_from_the_upstream_operator_leaves_no_moment_without_cni_binaries",
+        scenarios::cnao::in_place_from_cnao,
+    ),
+    (
         "installer_upgrade_under_running_pods_fails_no_cni_call",
         scenarios::upgrade::installer_upgrade,
     ),

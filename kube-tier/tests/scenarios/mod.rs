@@ -1,6 +1,7 @@
 //! The cluster tier's scenarios, by area.
 
 pub mod changes;
+pub mod cnao;
 pub mod operator;
 pub mod pods;
 pub mod upgrade;

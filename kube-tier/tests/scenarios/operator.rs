@@ -123,6 +123,8 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
     .with_context(|| format!("Progressing said: {message}"))?;
     // Every component's own condition: ours available, the upstream ones rolling out, the IPAM
     // controller not deployed for want of a certificate issuer.
+    ctx.kubectl_wait("LinuxBridgeAvailable", "120s")?;
+    ctx.kubectl_wait("OvsAvailable", "120s")?;
     let nac = ctx.nac()?;
     for (type_, status, reason) in [
         ("LinuxBridgeAvailable", "True", "AsExpected"),

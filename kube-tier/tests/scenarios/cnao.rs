@@ -1,0 +1,251 @@
+//! In place from the cluster-network-addons-operator: its operator removed, its operands left
+//! running as its README says, ours installed. The node's `bridge` and `tuning` are CNAO's (Go
+//! plugins copied as `cnv-bridge`/`cnv-tuning`, `bridge`/`tuning` symlinks to them, as its
+//! linux-bridge DaemonSet leaves a node without vendor plugins), pods run on them, and from the
+//! moment ours starts until it is Available no CNI binary is ever missing on the node and every
+//! pod created meanwhile gets its network.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use kube_tier::daemon::wait_for;
+use kube_tier::image::BUSYBOX_IMAGE;
+
+use super::operator::{reset, LINUX_BRIDGE_DS};
+use super::pods::{create_pod, wait_pod_ip};
+use crate::{check, Ctx, NAMESPACE, OPERATOR};
+
+/// The names a pod's CNI calls and CNAO's tooling use.
+const BINARIES: [&str; 4] = ["bridge", "tuning", "cnv-bridge", "cnv-tuning"];
+/// CNAO's version, on its objects' version label.
+const CNAO_VERSION: &str = "0.103.0";
+const APPLIED: &str = "cluster-networks-addons-operator-applied-cluster";
+
+/// Metadata as CNAO writes it: its labels and the NetworkAddonsConfig as controlling owner.
+fn cnao_meta(name: &str, namespaced: bool, owner: &Value) -> String {
+    let namespace = if namespaced {
+        format!("  namespace: {NAMESPACE}\n")
+    } else {
+        String::new()
+    };
+    format!(
+        "metadata:\n  name: {name}\n{namespace}  labels:\n    app.kubernetes.io/managed-by: cnao-operator\n    \
+         app.kubernetes.io/component: network\n    networkaddonsoperator.network.kubevirt.io/version: {CNAO_VERSION}\n  \
+         ownerReferences:\n  - apiVersion: networkaddonsoperator.network.kubevirt.io/v1\n    kind: NetworkAddonsConfig\n    \
+         name: cluster\n    uid: {}\n    controller: true\n    blockOwnerDeletion: true\n",
+        owner["metadata"]["uid"].as_str().unwrap_or_default()
+    )
+}
+
+/// CNAO's linux-bridge DaemonSet for a node without vendor plugins: copy the Go `bridge` and
+/// `tuning` as `cnv-*`, point `bridge` and `tuning` at them, then sleep, so readiness means
+/// installed. Its bridge-marker DaemonSet (which this operator does not render) and RBAC too.
+fn cnao_objects(ctx: &Ctx, owner: &Value) -> String {
+    let host_bin = ctx.cluster.cni_bin_dir().display().to_string();
+    let script = format!(
+        "for c in bridge tuning; do cp /go-plugins/$c /opt/cni/bin/.cnv-$c.new && \
+         mv -f /opt/cni/bin/.cnv-$c.new /opt/cni/bin/cnv-$c && \
+         ln -sf {host_bin}/cnv-$c /opt/cni/bin/.$c.link && mv -f /opt/cni/bin/.$c.link /opt/cni/bin/$c; done; \
+         touch /tmp/ready; while true; do sleep 3600; done"
+    );
+    let ds = |name: &str, command: &str, mounts: bool| {
+        let (volume_mounts, volumes) = if mounts {
+            (
+                "        volumeMounts:\n        - {name: cnibin, mountPath: /opt/cni/bin}\n        \
+                 - {name: go-plugins, mountPath: /go-plugins, readOnly: true}\n"
+                    .to_string(),
+                format!(
+                    "      volumes:\n      - {{name: cnibin, hostPath: {{path: {host_bin}}}}}\n      \
+                     - {{name: go-plugins, hostPath: {{path: /usr/lib/cni}}}}\n"
+                ),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        format!(
+            "---\napiVersion: apps/v1\nkind: DaemonSet\n{}spec:\n  selector:\n    matchLabels:\n      name: {name}\n  \
+             template:\n    metadata:\n      labels:\n        name: {name}\n        tier: node\n        app: cni-plugins\n    \
+             spec:\n      terminationGracePeriodSeconds: 1\n      containers:\n      - name: cni-plugins\n        \
+             image: {BUSYBOX_IMAGE}\n        command: [\"/bin/sh\", \"-c\", {command:?}]\n        \
+             readinessProbe:\n          exec:\n            command: [\"cat\", \"/tmp/ready\"]\n          periodSeconds: 1\n{volume_mounts}{volumes}",
+            cnao_meta(name, true, owner)
+        )
+    };
+    let mut out = ds(LINUX_BRIDGE_DS, &script, true);
+    out.push_str(&ds(
+        "bridge-marker",
+        "touch /tmp/ready; while true; do sleep 3600; done",
+        false,
+    ));
+    out.push_str(&format!(
+        "---\napiVersion: v1\nkind: ServiceAccount\n{}",
+        cnao_meta("bridge-marker", true, owner)
+    ));
+    out.push_str(&format!(
+        "---\napiVersion: v1\nkind: ConfigMap\n{}data:\n  applied: '{{\"linuxBridge\":{{}},\"imagePullPolicy\":\"IfNotPresent\"}}'\n",
+        cnao_meta(APPLIED, true, owner)
+    ));
+    out
+}
+
+/// What is wrong with `name` in `dir` for a CNI call: missing, or not executable.
+fn unusable(dir: &Path, name: &str) -> Option<String> {
+    match std::fs::metadata(dir.join(name)) {
+        Ok(m) if m.permissions().mode() & 0o111 != 0 && m.len() > 0 => None,
+        Ok(m) => Some(format!(
+            "{name} not executable or empty ({:o})",
+            m.permissions().mode()
+        )),
+        Err(e) => Some(format!("{name}: {e}")),
+    }
+}
+
+pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
+    let ctx: &Ctx = ctx;
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    // CNAO's operator is gone; its config and operands stay.
+    ctx.kubectl(&[
+        "scale",
+        &format!("deployment/{OPERATOR}"),
+        "-n",
+        NAMESPACE,
+        "--replicas=0",
+    ])?;
+    wait_for("no operator pod", Duration::from_secs(60), || {
+        let pods = ctx.kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            NAMESPACE,
+            "-l",
+            &format!("name={OPERATOR}"),
+            "-o",
+            "name",
+        ])?;
+        Ok(pods.trim().is_empty().then_some(()))
+    })?;
+    ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: IfNotPresent\n")?;
+    let nac = ctx.nac()?;
+    ctx.apply(&cnao_objects(ctx, &nac))?;
+    ctx.kubectl(&[
+        "rollout",
+        "status",
+        &format!("daemonset/{LINUX_BRIDGE_DS}"),
+        "-n",
+        NAMESPACE,
+        "--timeout=120s",
+    ])?;
+    let dir = ctx.cluster.cni_bin_dir().to_path_buf();
+    let link = std::fs::read_link(dir.join("bridge")).context("bridge is not CNAO's symlink")?;
+    check(link.ends_with("cnv-bridge"), || {
+        format!("bridge -> {}", link.display())
+    })?;
+    // A pod on CNAO's plugins, deleted only after the switch: its DEL runs ours.
+    create_pod(ctx, "before-switch")?;
+    wait_pod_ip(ctx, "before-switch")?;
+
+    let stop = AtomicBool::new(false);
+    let gaps: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let (checks, pods) = std::thread::scope(|s| -> Result<(usize, usize)> {
+        let watcher = s.spawn(|| {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                for name in BINARIES {
+                    if let Some(why) = unusable(&dir, name) {
+                        if let Ok(mut g) = gaps.lock() {
+                            g.push(format!("{:.3} s: {why}", started.elapsed().as_secs_f64()));
+                        }
+                    }
+                }
+                n += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            n
+        });
+        let churn = s.spawn(|| -> Result<usize> {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) && n < 20 {
+                let name = format!("switch-{n}");
+                create_pod(ctx, &name)?;
+                wait_pod_ip(ctx, &name)?;
+                ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
+                n += 1;
+            }
+            Ok(n)
+        });
+        let switch = (|| -> Result<()> {
+            ctx.kubectl(&[
+                "scale",
+                &format!("deployment/{OPERATOR}"),
+                "-n",
+                NAMESPACE,
+                "--replicas=1",
+            ])?;
+            ctx.kubectl_wait("Available", "240s")?;
+            ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
+        })();
+        stop.store(true, Ordering::Relaxed);
+        let checks = watcher
+            .join()
+            .map_err(|_| anyhow::anyhow!("the watcher panicked"))?;
+        let pods = churn
+            .join()
+            .map_err(|_| anyhow::anyhow!("the churn thread panicked"))??;
+        switch?;
+        Ok((checks, pods))
+    })?;
+    let gaps = gaps.into_inner().unwrap_or_default();
+    println!(
+        "    {checks} checks of {BINARIES:?} over {:.1} s, {pods} pods created during the switch, {} gaps",
+        started.elapsed().as_secs_f64(),
+        gaps.len()
+    );
+    check(gaps.is_empty(), || {
+        format!(
+            "CNI binaries missing during the switch:\n{}",
+            gaps.join("\n")
+        )
+    })?;
+    check(pods > 0, || "no pod was created during the switch".into())?;
+
+    // Ours now: regular files, not CNAO's symlinks; CNAO's leftovers gone; its record taken over.
+    for name in BINARIES {
+        let m = std::fs::symlink_metadata(dir.join(name))?;
+        check(m.file_type().is_file(), || {
+            format!("{name} is still a symlink")
+        })?;
+    }
+    check(
+        !ctx.exists("daemonset", "bridge-marker", Some(NAMESPACE))?,
+        || "CNAO's bridge-marker DaemonSet was left".into(),
+    )?;
+    let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+    check(
+        ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "network-addons-operator",
+        || format!("the DaemonSet is not ours: {}", ds["metadata"]["labels"]),
+    )?;
+    let applied = ctx.get(&["get", "configmap", APPLIED, "-n", NAMESPACE])?;
+    check(
+        applied["data"]["applied"]
+            .to_string()
+            .contains("linuxBridge"),
+        || format!("applied record: {}", applied["data"]),
+    )?;
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "before-switch",
+        "--timeout=120s",
+    ])?;
+    Ok(())
+}
