@@ -49,6 +49,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::metrics_through_the_service,
     ),
     (
+        "render_diff_shows_a_change_without_making_it",
+        scenarios::diff::render_diff_shows_a_change_without_making_it,
+    ),
+    (
         "plugins_land_in_the_node_cni_directory",
         scenarios::operator::plugins_land_on_the_node,
     ),

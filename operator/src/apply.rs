@@ -117,7 +117,8 @@ pub fn api_resource(kind: &RenderedKind) -> ApiResource {
     )
 }
 
-fn api(client: &Client, kind: &RenderedKind, namespace: &str) -> Api<DynamicObject> {
+/// The API of `kind`'s objects, in `namespace` when the kind is namespaced.
+pub fn api(client: &Client, kind: &RenderedKind, namespace: &str) -> Api<DynamicObject> {
     let resource = api_resource(kind);
     if kind.namespaced {
         Api::namespaced_with(client.clone(), namespace, &resource)
@@ -403,38 +404,26 @@ pub fn deletable_selector() -> String {
     labels::UPSTREAM_VERSION.to_string()
 }
 
-/// Deletes every object managed by us or by the upstream operator (see
-/// [`deletable_selector`]), owned by a NetworkAddonsConfig and not in `keep` (the objects this
-/// render produced). Namespaced kinds are listed in `namespace`. A kind the API server does not
-/// serve and an object already gone count as done; every other failure is reported and the
-/// remaining objects are still tried, except after a failure on a webhook configuration: then
-/// nothing else is deleted (a webhook left behind whose Deployment is gone fails every pod
-/// creation it intercepts).
-pub async fn delete_unrendered(
+/// Every object managed by us or by the upstream operator (see [`deletable_selector`]), owned
+/// by a NetworkAddonsConfig and not in `keep` (the objects this render produced), in deletion
+/// order, with its kind; and what could not be listed. Namespaced kinds are listed in
+/// `namespace`; a kind the API server does not serve has nothing to delete.
+pub async fn unrendered(
     client: &Client,
     keep: &HashSet<Identity>,
     namespace: &str,
-) -> Deleted {
-    let mut out = Deleted::default();
+) -> (Vec<(&'static RenderedKind, Identity)>, Vec<String>) {
     let selector = deletable_selector();
-    let mut webhooks_done = false;
+    let (mut found, mut errors) = (Vec::new(), Vec::new());
     for kind in deletion_order() {
-        if !DELETE_FIRST.contains(&kind.kind) && !webhooks_done {
-            webhooks_done = true;
-            if !out.errors.is_empty() {
-                // every failure so far is a webhook configuration's
-                out.errors
-                    .push("nothing else deleted while a webhook configuration remains".to_string());
-                return out;
-            }
-        }
-        let api = api(client, kind, namespace);
-        let list = match api.list(&ListParams::default().labels(&selector)).await {
+        let list = match api(client, kind, namespace)
+            .list(&ListParams::default().labels(&selector))
+            .await
+        {
             Ok(list) => list,
             Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => {
-                out.errors
-                    .push(format!("list {}: {}", kind.plural, describe(&e)));
+                errors.push(format!("list {}: {}", kind.plural, describe(&e)));
                 continue;
             }
         };
@@ -445,17 +434,68 @@ pub async fn delete_unrendered(
                 namespace: object.metadata.namespace.clone().unwrap_or_default(),
                 name: object.metadata.name.clone().unwrap_or_default(),
             };
-            if keep.contains(&id) || !owned_by_config(&object) {
-                continue;
-            }
-            match api.delete(&id.name, &DeleteParams::background()).await {
-                Ok(_) => out.deleted.push(id),
-                Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
-                Err(e) => out.errors.push(format!("delete {id}: {}", describe(&e))),
+            if !keep.contains(&id) && owned_by_config(&object) {
+                found.push((kind, id));
             }
         }
     }
+    (found, errors)
+}
+
+/// Deletes what [`unrendered`] finds. An object already gone counts as done; every other
+/// failure is reported and the remaining objects are still tried, except after a failure on a
+/// webhook configuration (listing or deleting): then nothing else is deleted (a webhook left
+/// behind whose Deployment is gone fails every pod creation it intercepts).
+pub async fn delete_unrendered(
+    client: &Client,
+    keep: &HashSet<Identity>,
+    namespace: &str,
+) -> Deleted {
+    let (found, list_errors) = unrendered(client, keep, namespace).await;
+    let webhook_plurals: Vec<&str> = RENDERED_KINDS
+        .iter()
+        .filter(|k| DELETE_FIRST.contains(&k.kind))
+        .map(|k| k.plural)
+        .collect();
+    let webhook_failed = list_errors.iter().any(|e| {
+        webhook_plurals
+            .iter()
+            .any(|p| e.starts_with(&format!("list {p}:")))
+    });
+    let mut out = Deleted {
+        errors: list_errors,
+        ..Deleted::default()
+    };
+    let (webhooks, rest): (Vec<_>, Vec<_>) = found
+        .into_iter()
+        .partition(|(kind, _)| DELETE_FIRST.contains(&kind.kind));
+    let failures_before = out.errors.len();
+    delete_each(client, namespace, webhooks, &mut out).await;
+    if webhook_failed || out.errors.len() > failures_before {
+        out.errors
+            .push("nothing else deleted while a webhook configuration remains".to_string());
+        return out;
+    }
+    delete_each(client, namespace, rest, &mut out).await;
     out
+}
+
+async fn delete_each(
+    client: &Client,
+    namespace: &str,
+    objects: Vec<(&'static RenderedKind, Identity)>,
+    out: &mut Deleted,
+) {
+    for (kind, id) in objects {
+        match api(client, kind, namespace)
+            .delete(&id.name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => out.deleted.push(id),
+            Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
+            Err(e) => out.errors.push(format!("delete {id}: {}", describe(&e))),
+        }
+    }
 }
 
 #[cfg(test)]

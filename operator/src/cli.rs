@@ -71,6 +71,11 @@ pub enum Command {
         /// Render for a cluster with the Prometheus operator's CRDs (found by itself too)
         #[arg(long)]
         monitoring: bool,
+        /// Compare with the live cluster (through KUBECONFIG) instead of printing: what applying
+        /// the CR would create, change and delete, from a server-side dry run; nothing is
+        /// changed. The applied record and the cluster's capabilities are read from it.
+        #[arg(long, conflicts_with_all = ["previous", "cert_manager", "openshift", "monitoring"])]
+        diff: bool,
     },
     /// Print the CustomResourceDefinition
     Crd,
@@ -96,12 +101,16 @@ impl Cli {
                 cert_manager,
                 openshift,
                 monitoring,
+                diff,
             } => {
                 let input = match file.as_deref() {
                     None => read_stdin()?,
                     Some(path) if path == Path::new("-") => read_stdin()?,
                     Some(path) => read_file(path)?,
                 };
+                if diff {
+                    return diff_cr(&input, mac_prefix, &Settings::from_env());
+                }
                 let previous = previous.as_deref().map(read_file).transpose()?;
                 let cluster = ClusterInfo {
                     openshift,
@@ -161,6 +170,22 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
             .map_err(|e| Error::wrap("connect to the API server", e))?;
         reconcile::run(client, settings, state).await
     })
+}
+
+/// `render --diff`: the report of [`crate::diff`] on stdout.
+fn diff_cr(cr_yaml: &str, prefix: Option<[u8; 2]>, settings: &Settings) -> Result<()> {
+    let cr: NetworkAddonsConfig = crate::yaml::from_str(cr_yaml)
+        .map_err(|e| Error::wrap("parse the NetworkAddonsConfig", e))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::wrap("start the runtime", e))?;
+    let report = runtime.block_on(crate::diff::diff_live(
+        &cr,
+        settings,
+        prefix.unwrap_or_else(random_prefix),
+    ))?;
+    print_out(&report)
 }
 
 fn read_stdin() -> Result<String> {

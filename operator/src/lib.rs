@@ -12,6 +12,7 @@ pub mod cli;
 pub mod cluster;
 pub mod crd;
 pub mod defaults;
+pub mod diff;
 pub mod duration;
 pub mod error;
 pub mod events;

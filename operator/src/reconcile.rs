@@ -286,7 +286,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
             relationship_labels(&mut r, nac.labels());
             r
         })
-        .and_then(|r| prepare(r.into_iter().map(|r| r.object), &ctx.settings, &owner))
+        .and_then(|r| prepare(r.into_iter().map(|r| r.object), &ctx.settings, Some(&owner)))
     {
         // The record is written last, by itself, whatever the render says about it.
         Ok(objects) => objects
@@ -530,7 +530,7 @@ async fn write_applied(ctx: &Ctx, record: &Value) -> Result<()> {
 pub fn prepare(
     objects: impl IntoIterator<Item = Value>,
     settings: &Settings,
-    owner: &OwnerReference,
+    owner: Option<&OwnerReference>,
 ) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for mut object in objects {
@@ -539,7 +539,9 @@ pub fn prepare(
             object["metadata"]["namespace"] = Value::String(settings.namespace.clone());
         }
         apply::ensure_label(&mut object, labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
-        apply::set_owner(&mut object, owner);
+        if let Some(owner) = owner {
+            apply::set_owner(&mut object, owner);
+        }
         out.push(object);
     }
     Ok(out)

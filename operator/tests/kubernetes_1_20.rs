@@ -51,7 +51,12 @@ fn applied_objects(path: &Path) -> Vec<Value> {
     let settings = Settings::defaults();
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let rendered = render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap();
-    let mut objects = prepare(rendered.into_iter().map(|r| r.object), &settings, &owner()).unwrap();
+    let mut objects = prepare(
+        rendered.into_iter().map(|r| r.object),
+        &settings,
+        Some(&owner()),
+    )
+    .unwrap();
     objects.push(applied_configmap(&applied, &settings, &owner()).unwrap());
     objects
 }

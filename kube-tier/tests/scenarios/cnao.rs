@@ -52,7 +52,7 @@ fn cnao_objects(ctx: &Ctx, owner: &Value) -> String {
         "for c in bridge tuning; do cp /go-plugins/$c /opt/cni/bin/.cnv-$c.new && \
          mv -f /opt/cni/bin/.cnv-$c.new /opt/cni/bin/cnv-$c && \
          ln -sf {host_bin}/cnv-$c /opt/cni/bin/.$c.link && mv -f /opt/cni/bin/.$c.link /opt/cni/bin/$c; done; \
-         touch /tmp/ready; while true; do sleep 3600; done"
+         mkdir -p /tmp && touch /tmp/ready; while true; do sleep 3600; done"
     );
     let ds = |name: &str, command: &str, mounts: bool| {
         let (volume_mounts, volumes) = if mounts {
@@ -80,7 +80,7 @@ fn cnao_objects(ctx: &Ctx, owner: &Value) -> String {
     let mut out = ds(LINUX_BRIDGE_DS, &script, true);
     out.push_str(&ds(
         "bridge-marker",
-        "touch /tmp/ready; while true; do sleep 3600; done",
+        "mkdir -p /tmp && touch /tmp/ready; while true; do sleep 3600; done",
         false,
     ));
     out.push_str(&format!(

@@ -2,6 +2,7 @@
 
 pub mod changes;
 pub mod cnao;
+pub mod diff;
 pub mod operator;
 pub mod pods;
 pub mod upgrade;

@@ -1,0 +1,264 @@
+//! `render --diff`: what applying a NetworkAddonsConfig would change in the live cluster, without
+//! changing anything. The spec goes through the reconcile's own steps (validation, defaults from
+//! the applied record, the unsafe-change check, the cluster's capabilities, render); each object
+//! is then applied with server-side apply in dry-run mode (`dryRun=All`: the API server runs
+//! defaulting, admission and validation but stores nothing) and compared with the live one; the
+//! objects the reconcile would delete are listed as it finds them.
+
+use std::collections::HashSet;
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+
+use crate::apply::{self, Identity, FIELD_MANAGER};
+use crate::cluster::ClusterInfo;
+use crate::defaults::{check_change_safe, fill_defaults};
+use crate::error::{Error, Result};
+use crate::reconcile::{self, applied_configmap, owner_reference, prepare};
+use crate::render::common::relationship_labels;
+use crate::render::render;
+use crate::settings::Settings;
+use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
+use crate::validate;
+
+/// What one object would go through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Create {
+        yaml: String,
+    },
+    /// A unified diff of the live object and the object after the apply.
+    Update {
+        diff: String,
+    },
+    /// Not created by this operator: the reconcile deletes it (keeping its pods) and creates
+    /// it again, so nothing of the other manager stays.
+    Recreate {
+        diff: String,
+    },
+    Delete,
+    /// The API server refused the dry run with this message.
+    Refused {
+        message: String,
+    },
+    Unchanged,
+}
+
+/// Every object of the render and every one the reconcile would delete, with its change.
+pub async fn diff(
+    client: &Client,
+    cr: &NetworkAddonsConfig,
+    settings: &Settings,
+    prefix: [u8; 2],
+) -> Result<Vec<(Identity, Change)>> {
+    let errors = validate::validate(&cr.spec);
+    if !errors.is_empty() {
+        return Err(Error::InvalidConfig(validate::message(&errors)));
+    }
+    let ctx = reconcile::Ctx::new(client.clone(), settings.clone());
+    let previous = reconcile::read_applied(&ctx).await?;
+    let applied = fill_defaults(&cr.spec, previous.as_ref(), prefix);
+    if let Some(prev) = &previous {
+        let unsafe_changes = check_change_safe(prev, &applied);
+        if !unsafe_changes.is_empty() {
+            return Err(Error::InvalidConfig(format!(
+                "the operator would not apply this unsafe change:\n{}",
+                unsafe_changes.join("\n")
+            )));
+        }
+    }
+    let cluster = ClusterInfo::detect(client).await?;
+    let live_config = Api::<NetworkAddonsConfig>::all(client.clone())
+        .get_opt(CONFIG_NAME)
+        .await
+        .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {CONFIG_NAME}"), e))?;
+    let owner = live_config.as_ref().and_then(owner_reference);
+    let mut rendered = render(&applied, settings, &cluster)?;
+    relationship_labels(&mut rendered, cr.labels());
+    let mut objects = prepare(
+        rendered.into_iter().map(|r| r.object),
+        settings,
+        owner.as_ref(),
+    )?;
+    if let Some(owner) = &owner {
+        let record = applied_configmap(&applied, settings, owner)?;
+        objects.retain(|o| Identity::of(o) != Identity::of(&record));
+        objects.push(record);
+    }
+
+    let mut out = Vec::new();
+    for object in &objects {
+        out.push((Identity::of(object), change(client, object).await?));
+    }
+    let keep: HashSet<Identity> = objects.iter().map(Identity::of).collect();
+    let (found, errors) = apply::unrendered(client, &keep, &settings.namespace).await;
+    if !errors.is_empty() {
+        return Err(Error::other(errors.join("\n")));
+    }
+    out.extend(found.into_iter().map(|(_, id)| (id, Change::Delete)));
+    Ok(out)
+}
+
+/// The live object against the dry run of its apply.
+async fn change(client: &Client, object: &Value) -> Result<Change> {
+    let id = Identity::of(object);
+    let api = apply::api(client, apply::kind_of(object)?, &id.namespace);
+    let live = api
+        .get_opt(&id.name)
+        .await
+        .map_err(|e| Error::wrap(format!("read {id}"), e))?;
+    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+    let after = match api.patch(&id.name, &params, &Patch::Apply(object)).await {
+        Ok(after) => after,
+        Err(kube::Error::Api(s)) => {
+            return Ok(Change::Refused {
+                message: s.message.clone(),
+            })
+        }
+        Err(e) => return Err(Error::wrap(format!("dry-run apply {id}"), e)),
+    };
+    let after_yaml = to_yaml(&after)?;
+    let Some(live) = live else {
+        return Ok(Change::Create { yaml: after_yaml });
+    };
+    let live_yaml = to_yaml(&live)?;
+    if live_yaml == after_yaml {
+        return Ok(Change::Unchanged);
+    }
+    let diff = unified(&live_yaml, &after_yaml);
+    if apply::is_ours(&live) || apply::kind_of(object)?.keep {
+        Ok(Change::Update { diff })
+    } else {
+        Ok(Change::Recreate { diff })
+    }
+}
+
+/// The object as YAML without what the server keeps for itself (managed fields, versions,
+/// uid, times) and without its status.
+fn to_yaml<T: serde::Serialize>(object: &T) -> Result<String> {
+    let mut value =
+        serde_json::to_value(object).map_err(|e| Error::wrap("serialise an object", e))?;
+    if let Some(map) = value.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(meta) = value["metadata"].as_object_mut() {
+        for key in [
+            "managedFields",
+            "resourceVersion",
+            "generation",
+            "uid",
+            "creationTimestamp",
+            "selfLink",
+        ] {
+            meta.remove(key);
+        }
+    }
+    crate::yaml::to_string(&value).map_err(|e| Error::wrap("serialise an object as YAML", e))
+}
+
+/// A unified diff (three lines of context) from `before` to `after`.
+pub fn unified(before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header("live", "applied")
+        .to_string()
+}
+
+/// What `render --diff` prints: one block per object that would change, then a summary line.
+pub fn report(changes: &[(Identity, Change)]) -> String {
+    let mut out = String::new();
+    let (mut create, mut update, mut delete, mut same, mut refused) = (0, 0, 0, 0, 0);
+    for (id, change) in changes {
+        match change {
+            Change::Create { yaml } => {
+                create += 1;
+                out.push_str(&format!("+ create {id}\n"));
+                for line in yaml.lines() {
+                    out.push_str(&format!("+ {line}\n"));
+                }
+            }
+            Change::Update { diff } => {
+                update += 1;
+                out.push_str(&format!("~ update {id}\n{diff}"));
+            }
+            Change::Recreate { diff } => {
+                update += 1;
+                out.push_str(&format!(
+                    "~ re-create {id} (another manager created it; its pods are kept)\n{diff}"
+                ));
+            }
+            Change::Delete => {
+                delete += 1;
+                out.push_str(&format!("- delete {id}\n"));
+            }
+            Change::Refused { message } => {
+                refused += 1;
+                out.push_str(&format!(
+                    "! {id}: the API server would refuse it: {message}\n"
+                ));
+            }
+            Change::Unchanged => same += 1,
+        }
+    }
+    out.push_str(&format!(
+        "{create} to create, {update} to change, {delete} to delete, {refused} refused, {same} unchanged\n"
+    ));
+    out
+}
+
+/// Connects through `KUBECONFIG` (or in cluster) and reports what applying `cr` would change.
+pub async fn diff_live(
+    cr: &NetworkAddonsConfig,
+    settings: &Settings,
+    prefix: [u8; 2],
+) -> Result<String> {
+    let client = Client::try_default()
+        .await
+        .map_err(|e| Error::wrap("connect to the API server", e))?;
+    Ok(report(&diff(&client, cr, settings, prefix).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: &str) -> Identity {
+        Identity {
+            api_version: "apps/v1".to_string(),
+            kind: "DaemonSet".to_string(),
+            namespace: "ns".to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_changed_field_shows_as_a_unified_diff() {
+        let diff = unified("a: 1\nb: 2\n", "a: 1\nb: 3\n");
+        assert!(diff.contains("-b: 2\n+b: 3\n"), "{diff}");
+    }
+
+    #[test]
+    fn the_report_lists_each_change_and_counts_them() {
+        let report = report(&[
+            (
+                id("new"),
+                Change::Create {
+                    yaml: "kind: DaemonSet\n".to_string(),
+                },
+            ),
+            (id("same"), Change::Unchanged),
+            (id("old"), Change::Delete),
+        ]);
+        assert!(
+            report.contains("+ create DaemonSet ns/new\n+ kind: DaemonSet\n"),
+            "{report}"
+        );
+        assert!(report.contains("- delete DaemonSet ns/old\n"), "{report}");
+        assert!(
+            report.ends_with("1 to create, 0 to change, 1 to delete, 0 refused, 1 unchanged\n"),
+            "{report}"
+        );
+    }
+}
