@@ -93,6 +93,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::changes::invalid_refused,
     ),
     (
+        "a_malformed_field_is_refused_at_kubectl_apply",
+        scenarios::changes::malformed_refused_at_apply,
+    ),
+    (
         "unsafe_change_is_refused_with_a_clear_condition",
         scenarios::changes::unsafe_refused,
     ),

@@ -9,6 +9,12 @@
 //!   it first (`unknown object type "nil"`);
 //! - no `nullable`: like upstream's CRD, a field set to `null` is pruned by the API server, which
 //!   reads the same as the field being absent (a component is off).
+//!
+//! The format of single fields is checked by the API server itself, so `kubectl apply` refuses
+//! a MAC address, duration, pull policy or CRI socket the operator would refuse anyway (upstream
+//! accepts the CR and turns Degraded later). Rules across fields (both MAC range ends or none,
+//! the interval ordering, `multusDynamicNetworks` needing `multus`) need CEL, which Kubernetes
+//! 1.20 does not have: the reconciler reports them in the Degraded condition, as before.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
@@ -16,6 +22,16 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 
 use crate::spec::NetworkAddonsConfig;
+use crate::validate::{CRI_SOCKETS, PULL_POLICIES};
+
+/// Six octets separated by `:` or by `-` (what the reconciler parses), or empty (a range left
+/// to the defaults).
+pub const MAC_PATTERN: &str =
+    "^$|^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$|^([0-9A-Fa-f]{2}-){5}[0-9A-Fa-f]{2}$";
+
+/// A Go duration that is not negative (`168h`, `1h30m`, `0.5s`), or empty.
+pub const DURATION_PATTERN: &str =
+    r"^$|^[+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$";
 
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = NetworkAddonsConfig::crd();
@@ -28,6 +44,7 @@ pub fn crd() -> CustomResourceDefinition {
         {
             trim_placement_descriptions(schema);
             make_portable(schema);
+            admission_checks(schema);
         }
     }
     if let Some(v1) = crd.spec.versions.first().cloned() {
@@ -89,5 +106,54 @@ fn strip_descriptions(schema: &mut JSONSchemaProps) {
     }
     if let Some(JSONSchemaPropsOrBool::Schema(extra)) = schema.additional_properties.as_mut() {
         strip_descriptions(extra);
+    }
+}
+
+/// The property at `path` (property names from the root), if the schema has it.
+fn property<'a>(root: &'a mut JSONSchemaProps, path: &[&str]) -> Option<&'a mut JSONSchemaProps> {
+    path.iter().try_fold(root, |node, name| {
+        node.properties.as_mut().and_then(|p| p.get_mut(*name))
+    })
+}
+
+/// The field formats the API server checks at admission (see the module's documentation).
+fn admission_checks(root: &mut JSONSchemaProps) {
+    let one_of = |values: &[&str]| {
+        Some(
+            values
+                .iter()
+                .map(|v| {
+                    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON(
+                        serde_json::Value::String(v.to_string()),
+                    )
+                })
+                .collect(),
+        )
+    };
+    if let Some(p) = property(root, &["spec", "imagePullPolicy"]) {
+        p.enum_ = one_of(&PULL_POLICIES);
+    }
+    if let Some(p) = property(
+        root,
+        &["spec", "multusDynamicNetworks", "hostCRISocketPath"],
+    ) {
+        let mut allowed = vec![""];
+        allowed.extend(CRI_SOCKETS);
+        p.enum_ = one_of(&allowed);
+    }
+    for end in ["rangeStart", "rangeEnd"] {
+        if let Some(p) = property(root, &["spec", "kubeMacPool", end]) {
+            p.pattern = Some(MAC_PATTERN.to_string());
+        }
+    }
+    for interval in [
+        "caRotateInterval",
+        "caOverlapInterval",
+        "certRotateInterval",
+        "certOverlapInterval",
+    ] {
+        if let Some(p) = property(root, &["spec", "selfSignConfiguration", interval]) {
+            p.pattern = Some(DURATION_PATTERN.to_string());
+        }
     }
 }

@@ -223,3 +223,49 @@ fn the_tls_profile_type_is_still_an_enum_of_the_four_profiles() {
     let values: Vec<&Value> = ty.enum_.iter().flatten().map(|v| &v.0).collect();
     assert_eq!(values, ["Old", "Intermediate", "Modern", "Custom"]);
 }
+
+/// The API server's check of a field's format agrees with the reconciler's: what the pattern
+/// refuses the reconciler refuses too, and what the reconciler accepts the pattern lets in.
+#[test]
+fn the_admission_patterns_agree_with_the_reconcilers_parsers() {
+    use network_addons_operator::crd::{DURATION_PATTERN, MAC_PATTERN};
+    use network_addons_operator::duration::parse_go_duration;
+    let mac = regex::Regex::new(MAC_PATTERN).unwrap();
+    for s in [
+        "02:00:00:00:00:00",
+        "02-AB-cd-00-00-ff",
+        "this:aint:right",
+        "02:00:00:00:00",
+        "02:00-00:00:00:00",
+        "0200.0000.0000",
+        "02:00:00:00:00:00:00",
+    ] {
+        let parsed = s.parse::<net_types::MacAddr>().is_ok();
+        assert_eq!(mac.is_match(s), parsed, "{s}");
+    }
+    assert!(mac.is_match(""));
+    let duration = regex::Regex::new(DURATION_PATTERN).unwrap();
+    for s in [
+        "168h", "1h30m", "0.5s", "1.5h", ".5m", "0", "90µs", "10ns", "+1h", "-1h", "1", "h", "1d",
+        "1h 30m", "1..5s",
+    ] {
+        let parsed = parse_go_duration(s).is_ok();
+        assert_eq!(duration.is_match(s), parsed, "{s}");
+    }
+}
+
+#[test]
+fn the_pull_policy_and_cri_socket_are_enums_the_api_server_checks() {
+    let crd = serde_json::to_value(network_addons_operator::crd::crd()).unwrap();
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"];
+    assert_eq!(
+        spec["imagePullPolicy"]["enum"],
+        serde_json::json!(["Always", "Never", "IfNotPresent"])
+    );
+    assert_eq!(
+        spec["multusDynamicNetworks"]["properties"]["hostCRISocketPath"]["enum"][0],
+        ""
+    );
+    assert!(spec["kubeMacPool"]["properties"]["rangeStart"]["pattern"].is_string());
+}

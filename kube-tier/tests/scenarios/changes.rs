@@ -10,7 +10,7 @@ use kube_tier::cluster::NODE_NAME;
 use kube_tier::daemon::wait_for;
 
 use super::operator::{owned_objects, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
-use crate::{check, nac_condition, Ctx, NAMESPACE};
+use crate::{check, fail, nac_condition, Ctx, NAMESPACE};
 
 fn wait_gone(ctx: &Ctx, kind: &str, name: &str, namespace: Option<&str>) -> Result<()> {
     wait_for(
@@ -154,6 +154,43 @@ pub fn invalid_refused(ctx: &mut Ctx) -> Result<()> {
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.wait_nac("Available", "True", Duration::from_secs(180))
         .map(drop)
+}
+
+/// A malformed field is refused by the API server at `kubectl apply`, with the field named,
+/// and the running configuration is untouched.
+pub fn malformed_refused_at_apply(ctx: &mut Ctx) -> Result<()> {
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))?;
+    let generation = ctx.nac()?["metadata"]["generation"].clone();
+    for (spec, field) in [
+        (
+            "linuxBridge: {}\nkubeMacPool:\n  rangeStart: this:aint:right\n  rangeEnd: \"02:10:00:00:00:00\"\n",
+            "spec.kubeMacPool.rangeStart",
+        ),
+        ("linuxBridge: {}\nimagePullPolicy: Sometimes\n", "spec.imagePullPolicy"),
+        (
+            "linuxBridge: {}\nselfSignConfiguration:\n  caRotateInterval: 2 days\n  caOverlapInterval: 24h\n  \
+             certRotateInterval: 24h\n  certOverlapInterval: 12h\n",
+            "spec.selfSignConfiguration.caRotateInterval",
+        ),
+    ] {
+        let refused = ctx.apply_nac(spec);
+        let message = match refused {
+            Ok(()) => return fail(format!("the API server accepted {field} in:\n{spec}")),
+            Err(e) => format!("{e:#}"),
+        };
+        check(message.contains(field), || {
+            format!("the refusal does not name {field}: {message}")
+        })?;
+    }
+    let nac = ctx.nac()?;
+    check(nac["metadata"]["generation"] == generation, || {
+        "a refused apply changed the config".into()
+    })?;
+    check(
+        nac_condition(&nac, "Degraded").is_some_and(|c| c["status"] == "False"),
+        || "refused applies made the config Degraded".into(),
+    )
 }
 
 pub fn unsafe_refused(ctx: &mut Ctx) -> Result<()> {
