@@ -12,6 +12,7 @@ use std::path::Path;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
@@ -202,6 +203,7 @@ fn check_typed(object: &Value) -> Result<(), String> {
         ("v1", "ServiceAccount") => roundtrip::<ServiceAccount>(object),
         ("v1", "ConfigMap") => roundtrip::<ConfigMap>(object),
         ("v1", "Service") => roundtrip::<Service>(object),
+        ("networking.k8s.io/v1", "NetworkPolicy") => roundtrip::<NetworkPolicy>(object),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => roundtrip::<ClusterRole>(object),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
             roundtrip::<ClusterRoleBinding>(object)

@@ -83,7 +83,7 @@ pub fn owned_objects(ctx: &Ctx) -> Result<Vec<String>> {
     let out = ctx.kubectl(&[
         "get",
         "daemonsets,deployments,configmaps,services,serviceaccounts,clusterroles,clusterrolebindings,\
-         roles,rolebindings,mutatingwebhookconfigurations",
+         roles,rolebindings,mutatingwebhookconfigurations,networkpolicies",
         "-A", "-l", "networkaddonsoperator.network.kubevirt.io/version", "-o", "name",
     ])?;
     Ok(out.lines().map(str::to_string).collect())
@@ -178,7 +178,7 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// Objects of the upstream components of the full spec, besides those of the first test.
-const COMPONENT_OBJECTS: [(&str, &str); 9] = [
+const COMPONENT_OBJECTS: [(&str, &str); 13] = [
     ("daemonset", "multus"),
     ("daemonset", "dynamic-networks-controller-ds"),
     ("configmap", "dynamic-networks-controller-config"),
@@ -188,6 +188,10 @@ const COMPONENT_OBJECTS: [(&str, &str); 9] = [
     ("configmap", "secondary-dns"),
     ("service", "secondary-dns"),
     ("serviceaccount", "secondary"),
+    ("networkpolicy", "cnao-allow-egress-to-cluster-api"),
+    ("networkpolicy", "cnao-allow-egress-to-cluster-dns"),
+    ("networkpolicy", "allow-ingress-to-secondary-dns"),
+    ("networkpolicy", "kubemacpool-allow-ingress-to-webhook"),
 ];
 
 const IPAM_DEPLOYMENT: &str = "kubevirt-ipam-controller-manager";

@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::common::{self, Ctx};
+use super::network_policy;
 use super::Rendered;
 use crate::error::Result;
 use crate::spec::Component;
@@ -58,6 +59,17 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         common::to_rendered(c, &config_map(ctx))?,
         common::to_rendered(c, &service(ctx))?,
         common::to_rendered(c, &deployment(ctx))?,
+        common::to_rendered(
+            c,
+            &network_policy::allow_ingress(
+                ctx,
+                COMPONENT,
+                "allow-ingress-to-secondary-dns",
+                SELECTOR,
+                "UDP",
+                named("dns"),
+            ),
+        )?,
     ])
 }
 
@@ -205,7 +217,7 @@ fn deployment(ctx: &Ctx) -> Deployment {
     let mut template = common::pod_template(
         ctx,
         COMPONENT,
-        SELECTOR,
+        &[SELECTOR, &[(network_policy::ACCESS_LABEL, "")]].concat(),
         "kube-secondary-dns serves DNS records of the VMs' secondary interfaces",
         pod,
     );

@@ -33,6 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::common::{self, Ctx};
+use super::network_policy;
 use super::Rendered;
 use crate::defaults::default_self_sign;
 use crate::error::{Error, Result};
@@ -80,6 +81,17 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         common::to_rendered(c, &cert_manager(ctx))?,
         common::to_rendered(c, &mac_controller(ctx)?)?,
         common::to_rendered(c, &webhook(ctx))?,
+        common::to_rendered(
+            c,
+            &network_policy::allow_ingress(
+                ctx,
+                COMPONENT,
+                "kubemacpool-allow-ingress-to-webhook",
+                CONTROLLER_SELECTOR,
+                "TCP",
+                IntOrString::Int(WEBHOOK_PORT),
+            ),
+        )?,
     ])
 }
 
@@ -170,6 +182,7 @@ fn deployment(
 ) -> Deployment {
     let mut labels = selector_labels.to_vec();
     labels.push(("app", "kubemacpool"));
+    labels.push((network_policy::ACCESS_LABEL, ""));
     pod.service_account_name = Some(SERVICE_ACCOUNT.to_string());
     pod.priority_class_name = Some("system-cluster-critical".to_string());
     pod.restart_policy = Some("Always".to_string());

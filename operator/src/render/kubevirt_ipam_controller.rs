@@ -28,6 +28,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{json, Value};
 
 use super::common::{self, Ctx};
+use super::network_policy;
 use super::Rendered;
 use crate::error::Result;
 use crate::spec::Component;
@@ -103,6 +104,17 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     }
     out.push(common::to_rendered(c, &deployment(ctx))?);
     out.push(common::to_rendered(c, &webhook(ctx))?);
+    out.push(common::to_rendered(
+        c,
+        &network_policy::allow_ingress(
+            ctx,
+            COMPONENT,
+            "kubevirt-ipam-controller-allow-ingress-to-ipam-ext-webhook",
+            SELECTOR,
+            "TCP",
+            IntOrString::Int(WEBHOOK_PORT),
+        ),
+    )?);
     Ok(out)
 }
 
@@ -260,7 +272,7 @@ fn deployment(ctx: &Ctx) -> Deployment {
             template: common::pod_template(
                 ctx,
                 COMPONENT,
-                SELECTOR,
+                &[SELECTOR, &[(network_policy::ACCESS_LABEL, "")]].concat(),
                 "kubevirt-ipam-controller keeps the IP addresses of VMs across restarts and migrations",
                 pod,
             ),

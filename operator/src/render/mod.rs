@@ -16,6 +16,7 @@ pub mod macvtap;
 pub mod monitoring;
 pub mod multus;
 pub mod multus_dynamic_networks;
+pub mod network_policy;
 pub mod ovs;
 
 use serde_json::Value;
@@ -105,6 +106,13 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
         true,
         false,
     ),
+    kind(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        false,
+    ),
     kind("apps/v1", "DaemonSet", "daemonsets", true, false),
     kind(
         "monitoring.coreos.com/v1",
@@ -151,6 +159,7 @@ pub fn render(
         });
     }
     out.extend(monitoring::render(&ctx)?);
+    out.extend(network_policy::render(&ctx)?);
     Ok(out)
 }
 
@@ -251,7 +260,15 @@ mod tests {
             .iter()
             .map(|r| r.object["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["cluster-network-addons", monitoring::SERVICE]);
+        assert_eq!(
+            names,
+            [
+                "cluster-network-addons",
+                monitoring::SERVICE,
+                network_policy::EGRESS_API,
+                network_policy::EGRESS_DNS
+            ]
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ ROOTS = [
     ("", "v1", "ServiceAccount"),
     ("", "v1", "ConfigMap"),
     ("", "v1", "Service"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
     ("", "v1", "Event"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
