@@ -53,6 +53,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::diff::render_diff_shows_a_change_without_making_it,
     ),
     (
+        "on_openshift_the_node_agents_get_their_sccs",
+        scenarios::operator::openshift_sccs,
+    ),
+    (
         "plugins_land_in_the_node_cni_directory",
         scenarios::operator::plugins_land_on_the_node,
     ),

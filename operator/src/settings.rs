@@ -8,6 +8,11 @@
 use std::env;
 
 pub const DEFAULT_NAMESPACE: &str = "cluster-network-addons";
+pub const DEFAULT_CNI_BIN_DIR: &str = "/opt/cni/bin";
+pub const DEFAULT_CNI_CONF_DIR: &str = "/etc/cni/net.d";
+/// OpenShift 4's CNI directories, used there unless `CNI_BIN_DIR`/`CNI_CONF_DIR` name others.
+pub const OPENSHIFT_CNI_BIN_DIR: &str = "/var/lib/cni/bin";
+pub const OPENSHIFT_CNI_CONF_DIR: &str = "/etc/kubernetes/cni/net.d";
 
 /// The upstream operator's variables for the images of linux-bridge, its marker and ovs-cni:
 /// here `PLUGINS_IMAGE` carries our plugins, installer and marker instead, so these are not
@@ -85,8 +90,8 @@ impl Settings {
             monitoring_namespace: "monitoring".to_string(),
             monitoring_service_account: "prometheus-k8s".to_string(),
             runbook_url_template: "https://kubevirt.io/monitoring/runbooks/%s".to_string(),
-            cni_bin_dir: "/opt/cni/bin".to_string(),
-            cni_conf_dir: "/etc/cni/net.d".to_string(),
+            cni_bin_dir: DEFAULT_CNI_BIN_DIR.to_string(),
+            cni_conf_dir: DEFAULT_CNI_CONF_DIR.to_string(),
             pod_name: String::new(),
         }
         .with_upstream_image_defaults()

@@ -45,15 +45,28 @@ fn applied_examples() -> Vec<(String, NetworkAddonsConfigSpec)> {
     out
 }
 
+/// Each example rendered where cert-manager and the Prometheus operator are, and the full one
+/// on OpenShift too.
 fn rendered_examples() -> Vec<(String, NetworkAddonsConfigSpec, Vec<Rendered>)> {
     let settings = Settings::defaults();
-    applied_examples()
-        .into_iter()
-        .map(|(name, applied)| {
-            let objects = render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap();
-            (name, applied, objects)
-        })
-        .collect()
+    let openshift = ClusterInfo {
+        openshift: true,
+        ..ClusterInfo::default()
+    };
+    let mut out = Vec::new();
+    for (name, applied) in applied_examples() {
+        let objects = render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap();
+        if name == "full" {
+            let on_openshift = render(&applied, &settings, &openshift).unwrap();
+            out.push((
+                "full on OpenShift".to_string(),
+                applied.clone(),
+                on_openshift,
+            ));
+        }
+        out.push((name, applied, objects));
+    }
+    out
 }
 
 fn roundtrip<T: DeserializeOwned + Serialize>(object: &Value) -> Result<(), String> {
@@ -195,6 +208,41 @@ mod monitoring {
     }
 }
 
+/// The fields of OpenShift's security.openshift.io/v1 SecurityContextConstraints the operator
+/// renders (openshift/api).
+mod openshift {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct SecurityContextConstraints {
+        api_version: String,
+        kind: String,
+        metadata: ObjectMeta,
+        allow_privileged_container: bool,
+        allow_host_dir_volume_plugin: bool,
+        #[serde(rename = "allowHostIPC")]
+        allow_host_ipc: bool,
+        allow_host_network: bool,
+        #[serde(rename = "allowHostPID")]
+        allow_host_pid: bool,
+        allow_host_ports: bool,
+        read_only_root_filesystem: bool,
+        run_as_user: Strategy,
+        se_linux_context: Strategy,
+        users: Vec<String>,
+        volumes: Vec<String>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Strategy {
+        #[serde(rename = "type")]
+        type_: String,
+    }
+}
+
 fn check_typed(object: &Value) -> Result<(), String> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
@@ -220,6 +268,9 @@ fn check_typed(object: &Value) -> Result<(), String> {
         }
         ("cert-manager.io/v1", "Issuer") => roundtrip::<cert_manager::Issuer>(object),
         ("cert-manager.io/v1", "Certificate") => roundtrip::<cert_manager::Certificate>(object),
+        ("security.openshift.io/v1", "SecurityContextConstraints") => {
+            roundtrip::<openshift::SecurityContextConstraints>(object)
+        }
         ("monitoring.coreos.com/v1", "ServiceMonitor") => {
             roundtrip::<monitoring::ServiceMonitor>(object)
         }

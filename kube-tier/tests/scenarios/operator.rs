@@ -201,13 +201,17 @@ const IPAM_WEBHOOK: &str = "kubevirt-ipam-controller-mutating-webhook-configurat
 /// field: the operator only looks for their names, and that project itself does not run here
 /// (its images cannot be pulled). `kinds` are (plural, kind).
 fn stand_in_crds(group: &str, kinds: &[(&str, &str)]) -> String {
+    stand_in_crds_scoped(group, "Namespaced", kinds)
+}
+
+fn stand_in_crds_scoped(group: &str, scope: &str, kinds: &[(&str, &str)]) -> String {
     kinds
         .iter()
         .map(|(plural, kind)| {
             format!(
                 "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
                  metadata:\n  name: {plural}.{group}\nspec:\n  group: {group}\n  \
-                 names:\n    kind: {kind}\n    plural: {plural}\n  scope: Namespaced\n  versions:\n  \
+                 names:\n    kind: {kind}\n    plural: {plural}\n  scope: {scope}\n  versions:\n  \
                  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        \
                  type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
             )
@@ -591,4 +595,58 @@ pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
         "--timeout=60s",
     ])?;
     outcome
+}
+
+/// With OpenShift's config and SCC APIs served, each node agent's service account gets its
+/// SecurityContextConstraints before its DaemonSet; the CNI directory the operator's Deployment
+/// names explicitly stays.
+pub fn openshift_sccs(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    ctx.apply(&format!(
+        "{}{}",
+        stand_in_crds_scoped(
+            "config.openshift.io",
+            "Cluster",
+            &[("infrastructures", "Infrastructure")]
+        ),
+        stand_in_crds_scoped(
+            "security.openshift.io",
+            "Cluster",
+            &[("securitycontextconstraints", "SecurityContextConstraints")]
+        )
+    ))?;
+    let scc = "securitycontextconstraints.security.openshift.io";
+    let outcome = wait_for("the node agents' SCCs", Duration::from_secs(120), || {
+        Ok(
+            (ctx.exists(scc, "bridge-marker", None)? && ctx.exists(scc, "ovs-cni-marker", None)?)
+                .then_some(()),
+        )
+    })
+    .and_then(|()| {
+        let object = ctx.get(&["get", scc, "bridge-marker"])?;
+        check(
+            object["users"][0] == format!("system:serviceaccount:{NAMESPACE}:bridge-marker")
+                && object["allowPrivilegedContainer"] == true,
+            || format!("SCC bridge-marker: {object}"),
+        )?;
+        let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+        let path = &ds["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"];
+        check(
+            *path == ctx.cluster.cni_bin_dir().display().to_string(),
+            || format!("the explicitly set CNI directory was replaced by {path}"),
+        )
+    });
+    ctx.kubectl(&[
+        "delete",
+        "customresourcedefinition",
+        "infrastructures.config.openshift.io",
+        scc,
+        "--timeout=60s",
+    ])?;
+    outcome?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(120))
+        .map(drop)
 }

@@ -24,7 +24,10 @@ use crate::cluster::ClusterInfo;
 use crate::defaults::{default_infra_placement, default_workloads_placement, DEFAULT_PULL_POLICY};
 use crate::error::{Error, Result};
 use crate::labels;
-use crate::settings::Settings;
+use crate::settings::{
+    Settings, DEFAULT_CNI_BIN_DIR, DEFAULT_CNI_CONF_DIR, OPENSHIFT_CNI_BIN_DIR,
+    OPENSHIFT_CNI_CONF_DIR,
+};
 use crate::spec::{Component, NetworkAddonsConfigSpec, Placement};
 
 /// The `app.kubernetes.io/component` value of objects no single component owns.
@@ -43,6 +46,10 @@ pub struct Ctx<'a> {
     pub settings: &'a Settings,
     /// What the cluster offers (OpenShift, cert-manager).
     pub cluster: ClusterInfo,
+    /// The nodes' CNI directories: the settings', or OpenShift's where the settings keep the
+    /// vanilla defaults.
+    pub cni_bin_dir: String,
+    pub cni_conf_dir: String,
     pub pull_policy: String,
     /// Cluster-wide controllers (Deployments).
     pub infra: Placement,
@@ -64,10 +71,27 @@ impl<'a> Ctx<'a> {
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| DEFAULT_PULL_POLICY.to_string());
         let placement = applied.placement_configuration.as_ref();
+        let on_openshift = |dir: &String, vanilla: &str, openshift: &str| {
+            if cluster.openshift && dir == vanilla {
+                openshift.to_string()
+            } else {
+                dir.clone()
+            }
+        };
         Ctx {
             spec: applied,
             settings,
             cluster: *cluster,
+            cni_bin_dir: on_openshift(
+                &settings.cni_bin_dir,
+                DEFAULT_CNI_BIN_DIR,
+                OPENSHIFT_CNI_BIN_DIR,
+            ),
+            cni_conf_dir: on_openshift(
+                &settings.cni_conf_dir,
+                DEFAULT_CNI_CONF_DIR,
+                OPENSHIFT_CNI_CONF_DIR,
+            ),
             pull_policy,
             infra: placement
                 .and_then(|p| p.infra.clone())
@@ -80,7 +104,7 @@ impl<'a> Ctx<'a> {
 
     /// The host's CNI binary directory as our containers see it: `/host<cni_bin_dir>`.
     pub fn host_bin_dir(&self) -> String {
-        host_path(&self.settings.cni_bin_dir)
+        host_path(&self.cni_bin_dir)
     }
 }
 
@@ -455,7 +479,7 @@ pub fn namespace(ctx: &Ctx) -> Namespace {
 /// The host's CNI binary directory, mounted at the same `/host<dir>` in every installer
 /// container.
 pub fn cni_bin_volume(ctx: &Ctx) -> Volume {
-    host_path_volume(CNI_BIN_VOLUME, &ctx.settings.cni_bin_dir)
+    host_path_volume(CNI_BIN_VOLUME, &ctx.cni_bin_dir)
 }
 
 fn cni_bin_mount(ctx: &Ctx) -> VolumeMount {

@@ -18,6 +18,7 @@ pub mod multus;
 pub mod multus_dynamic_networks;
 pub mod network_policy;
 pub mod ovs;
+pub mod scc;
 
 use serde_json::Value;
 
@@ -113,6 +114,13 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
         true,
         false,
     ),
+    kind(
+        "security.openshift.io/v1",
+        "SecurityContextConstraints",
+        "securitycontextconstraints",
+        false,
+        false,
+    ),
     kind("apps/v1", "DaemonSet", "daemonsets", true, false),
     kind(
         "monitoring.coreos.com/v1",
@@ -147,7 +155,7 @@ pub fn render(
     let ctx = common::Ctx::new(applied, settings, cluster);
     let mut out = vec![common::to_rendered(None, &common::namespace(&ctx))?];
     for component in applied.deployed_components(cluster) {
-        out.extend(match component {
+        let objects = match component {
             Component::Multus => multus::render(&ctx)?,
             Component::MultusDynamicNetworks => multus_dynamic_networks::render(&ctx)?,
             Component::LinuxBridge => linux_bridge::render(&ctx)?,
@@ -156,11 +164,35 @@ pub fn render(
             Component::Macvtap => macvtap::render(&ctx)?,
             Component::KubeSecondaryDns => kube_secondary_dns::render(&ctx)?,
             Component::KubevirtIpamController => kubevirt_ipam_controller::render(&ctx)?,
-        });
+        };
+        let sccs = if cluster.openshift {
+            node_agent_sccs(&ctx, component, &objects)?
+        } else {
+            Vec::new()
+        };
+        // before the DaemonSets, whose pods OpenShift admits only through them
+        out.extend(sccs);
+        out.extend(objects);
     }
     out.extend(monitoring::render(&ctx)?);
     out.extend(network_policy::render(&ctx)?);
     Ok(out)
+}
+
+/// On OpenShift, an SCC for the service account of each DaemonSet of `component`.
+fn node_agent_sccs(
+    ctx: &common::Ctx,
+    component: Component,
+    objects: &[Rendered],
+) -> Result<Vec<Rendered>> {
+    objects
+        .iter()
+        .filter(|r| r.object["kind"] == "DaemonSet")
+        .filter_map(|r| r.object["spec"]["template"]["spec"]["serviceAccountName"].as_str())
+        .map(|account| {
+            common::to_rendered(Some(component), &scc::node_agent(ctx, component, account))
+        })
+        .collect()
 }
 
 /// The objects as a multi-document YAML stream, each document starting with `---`: what
@@ -250,6 +282,58 @@ mod tests {
             .not_deployed(&ClusterInfo::WITH_CERT_MANAGER)
             .iter()
             .all(|n| n.component != "kubevirtIpamController"));
+    }
+
+    #[test]
+    fn on_openshift_node_agents_get_sccs_and_the_cni_directories_are_openshifts() {
+        let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
+        let openshift = ClusterInfo {
+            openshift: true,
+            ..ClusterInfo::default()
+        };
+        let out = render(&applied, &Settings::defaults(), &openshift).unwrap();
+        let sccs: Vec<&Value> = out
+            .iter()
+            .map(|r| &r.object)
+            .filter(|o| o["kind"] == "SecurityContextConstraints")
+            .collect();
+        let names: Vec<&str> = sccs
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "multus",
+                "dynamic-networks-controller",
+                "bridge-marker",
+                "ovs-cni-marker",
+                "macvtap-cni"
+            ]
+        );
+        assert_eq!(
+            sccs[2]["users"][0],
+            "system:serviceaccount:cluster-network-addons:bridge-marker"
+        );
+        let at = |kind: &str, name: &str| {
+            out.iter()
+                .position(|r| r.object["kind"] == kind && r.object["metadata"]["name"] == name)
+                .unwrap()
+        };
+        assert!(
+            at("SecurityContextConstraints", "bridge-marker")
+                < at("DaemonSet", "kube-cni-linux-bridge-plugin")
+        );
+        let bridge = &out[at("DaemonSet", "kube-cni-linux-bridge-plugin")].object;
+        assert_eq!(
+            pod_spec(bridge)["volumes"][0]["hostPath"]["path"],
+            "/var/lib/cni/bin"
+        );
+        // elsewhere: none, and the vanilla directories
+        let vanilla = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
+        assert!(vanilla
+            .iter()
+            .all(|r| r.object["kind"] != "SecurityContextConstraints"));
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn daemon_config(ctx: &Ctx) -> Result<ConfigMap> {
         "cniVersion": "0.3.1",
         "logLevel": "verbose",
         "logToStderr": true,
-        "binDir": ctx.settings.cni_bin_dir,
+        "binDir": ctx.cni_bin_dir,
         "cniConfigDir": CONF_DIR_IN_POD,
         "multusAutoconfigDir": CONF_DIR_IN_POD,
         "multusConfigFile": "auto",
@@ -187,7 +187,7 @@ fn propagated(name: &str, path: &str) -> VolumeMount {
 }
 
 fn daemon_set(ctx: &Ctx) -> k8s_openapi::api::apps::v1::DaemonSet {
-    let bin_dir = ctx.settings.cni_bin_dir.as_str();
+    let bin_dir = ctx.cni_bin_dir.as_str();
     let install = Container {
         command: Some(vec![
             format!("{MULTUS_BIN}/install_multus"),
@@ -235,7 +235,7 @@ fn daemon_set(ctx: &Ctx) -> k8s_openapi::api::apps::v1::DaemonSet {
         init_containers: Some(vec![install]),
         containers: vec![daemon],
         volumes: Some(vec![
-            common::host_path_volume("cni", &ctx.settings.cni_conf_dir),
+            common::host_path_volume("cni", &ctx.cni_conf_dir),
             common::cni_bin_volume(ctx),
             common::host_path_volume("hostroot", "/"),
             Volume {
