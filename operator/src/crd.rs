@@ -12,9 +12,11 @@
 //!
 //! The format of single fields is checked by the API server itself, so `kubectl apply` refuses
 //! a MAC address, duration, pull policy or CRI socket the operator would refuse anyway (upstream
-//! accepts the CR and turns Degraded later). Rules across fields (both MAC range ends or none,
-//! the interval ordering, `multusDynamicNetworks` needing `multus`) need CEL, which Kubernetes
-//! 1.20 does not have: the reconciler reports them in the Degraded condition, as before.
+//! accepts the CR and turns Degraded later), and so do the rules about which fields go together
+//! (both MAC range ends or none, all four intervals, `multusDynamicNetworks` with `multus`),
+//! written as value validations (`required` inside `anyOf`/`not`, which structural schemas allow
+//! since 1.16). Rules that compare values (the range's order, the intervals' order) need CEL,
+//! which Kubernetes 1.20 does not have: the reconciler reports them in the Degraded condition.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
@@ -146,14 +148,49 @@ fn admission_checks(root: &mut JSONSchemaProps) {
             p.pattern = Some(MAC_PATTERN.to_string());
         }
     }
-    for interval in [
+    let intervals = [
         "caRotateInterval",
         "caOverlapInterval",
         "certRotateInterval",
         "certOverlapInterval",
-    ] {
+    ];
+    for interval in intervals {
         if let Some(p) = property(root, &["spec", "selfSignConfiguration", interval]) {
             p.pattern = Some(DURATION_PATTERN.to_string());
         }
+    }
+    if let Some(p) = property(root, &["spec", "selfSignConfiguration"]) {
+        p.required = Some(intervals.iter().map(|s| s.to_string()).collect());
+    }
+    if let Some(p) = property(root, &["spec", "kubeMacPool"]) {
+        p.any_of = Some(vec![
+            requires(&["rangeStart", "rangeEnd"]),
+            none_of(&["rangeStart", "rangeEnd"]),
+        ]);
+    }
+    if let Some(p) = property(root, &["spec"]) {
+        p.any_of = Some(vec![
+            none_of(&["multusDynamicNetworks"]),
+            requires(&["multus"]),
+        ]);
+    }
+}
+
+/// A value validation: every one of `fields` is set.
+fn requires(fields: &[&str]) -> JSONSchemaProps {
+    JSONSchemaProps {
+        required: Some(fields.iter().map(|s| s.to_string()).collect()),
+        ..JSONSchemaProps::default()
+    }
+}
+
+/// A value validation: none of `fields` is set.
+fn none_of(fields: &[&str]) -> JSONSchemaProps {
+    JSONSchemaProps {
+        not: Some(Box::new(JSONSchemaProps {
+            any_of: Some(fields.iter().map(|f| requires(&[f])).collect()),
+            ..JSONSchemaProps::default()
+        })),
+        ..JSONSchemaProps::default()
     }
 }

@@ -12,6 +12,34 @@ use serde_json::Value;
 
 /// Everything a node of the schema does that Kubernetes 1.20 refuses, or that this CRD has no
 /// use for and that older clients handle badly.
+/// Inside anyOf/oneOf/allOf/not a structural schema only validates values: no type,
+/// description, default, additionalProperties or nullable, at any depth (1.20's rules).
+fn value_validation_only(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
+    if s.type_.is_some()
+        || s.description.is_some()
+        || s.default.is_some()
+        || s.additional_properties.is_some()
+        || s.nullable.is_some()
+    {
+        out.push(format!(
+            "{path}: type/description/default/additionalProperties/nullable inside a value validation"
+        ));
+    }
+    for (name, list) in [
+        ("anyOf", s.any_of.as_deref()),
+        ("oneOf", s.one_of.as_deref()),
+        ("allOf", s.all_of.as_deref()),
+        ("not", s.not.as_deref().map(std::slice::from_ref)),
+    ] {
+        for (i, inner) in list.into_iter().flatten().enumerate() {
+            value_validation_only(inner, &format!("{path}.{name}[{i}]"), out);
+        }
+    }
+    for (k, child) in s.properties.iter().flatten() {
+        value_validation_only(child, &format!("{path}.{k}"), out);
+    }
+}
+
 fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
     let mut bad = |what: &str| out.push(format!("{path}: {what}"));
     let int_or_string = s.x_kubernetes_int_or_string == Some(true);
@@ -33,9 +61,17 @@ fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
     if s.ref_path.is_some() {
         bad("$ref (not allowed in a CRD)");
     }
-    if s.any_of.is_some() || s.one_of.is_some() || s.all_of.is_some() || s.not.is_some() {
-        bad("anyOf/oneOf/allOf/not (not needed here, and typed ones are not structural)");
+    for (name, list) in [
+        ("anyOf", s.any_of.as_deref()),
+        ("oneOf", s.one_of.as_deref()),
+        ("allOf", s.all_of.as_deref()),
+        ("not", s.not.as_deref().map(std::slice::from_ref)),
+    ] {
+        for (i, inner) in list.into_iter().flatten().enumerate() {
+            value_validation_only(inner, &format!("{path}.{name}[{i}]"), out);
+        }
     }
+    let mut bad = |what: &str| out.push(format!("{path}: {what}"));
     if s.definitions.is_some() || s.dependencies.is_some() || s.additional_items.is_some() {
         bad("definitions/dependencies/additionalItems (not allowed in a CRD)");
     }

@@ -149,8 +149,11 @@ fn expect_refused(ctx: &Ctx, reason: &str, words: &str) -> Result<()> {
 }
 
 pub fn invalid_refused(ctx: &mut Ctx) -> Result<()> {
-    ctx.apply_nac("linuxBridge: {}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n")?;
-    expect_refused(ctx, "FailedToValidate", "rangeStart and rangeEnd")?;
+    // the order of the range is the reconciler's to check (the schema cannot compare values)
+    ctx.apply_nac(
+        "linuxBridge: {}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n  rangeEnd: \"02:00:00:00:00:00\"\n",
+    )?;
+    expect_refused(ctx, "FailedToValidate", "must be below rangeEnd")?;
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.wait_nac("Available", "True", Duration::from_secs(180))
         .map(drop)
@@ -168,6 +171,15 @@ pub fn malformed_refused_at_apply(ctx: &mut Ctx) -> Result<()> {
             "spec.kubeMacPool.rangeStart",
         ),
         ("linuxBridge: {}\nimagePullPolicy: Sometimes\n", "spec.imagePullPolicy"),
+        (
+            "linuxBridge: {}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n",
+            "spec.kubeMacPool",
+        ),
+        ("linuxBridge: {}\nmultusDynamicNetworks: {}\n", "spec"),
+        (
+            "linuxBridge: {}\nselfSignConfiguration:\n  caRotateInterval: 48h\n",
+            "spec.selfSignConfiguration.caOverlapInterval",
+        ),
         (
             "linuxBridge: {}\nselfSignConfiguration:\n  caRotateInterval: 2 days\n  caOverlapInterval: 24h\n  \
              certRotateInterval: 24h\n  certOverlapInterval: 12h\n",
