@@ -54,8 +54,10 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
         Some(("FROM", vec!["scratch".to_string()]))
     );
     assert!(
-        ins.iter()
-            .all(|(op, _)| matches!(op.as_str(), "FROM" | "COPY" | "ENTRYPOINT" | "LABEL")),
+        ins.iter().all(|(op, _)| matches!(
+            op.as_str(),
+            "FROM" | "ARG" | "COPY" | "ENTRYPOINT" | "LABEL"
+        )),
         "a scratch image has no shell to RUN anything: {ins:?}"
     );
     assert_eq!(
@@ -65,6 +67,24 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
             vec!["[\"/cni-installer\"]".to_string()]
         ))
     );
+    // One COPY of the architecture's staged root, which build-plugins lays out.
+    assert!(
+        ins.iter()
+            .any(|(op, args)| op == "ARG" && args[0].starts_with("TARGETARCH")),
+        "the Containerfile takes the platform's TARGETARCH"
+    );
+    let copies: Vec<&Vec<String>> = ins
+        .iter()
+        .filter(|(op, _)| op == "COPY")
+        .map(|(_, a)| a)
+        .collect();
+    assert_eq!(
+        copies,
+        [&vec![
+            "target/image/${TARGETARCH}/".to_string(),
+            "/".to_string()
+        ]]
+    );
 
     let plugins = built_plugins(&script);
     assert_eq!(
@@ -73,52 +93,43 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
             .map(String::from)
             .into()
     );
-    let mut copied_plugins = BTreeSet::new();
-    let mut copied_installer = false;
-    let mut copied_operator = false;
-    for (_, args) in ins.iter().filter(|(op, _)| op == "COPY") {
-        let (dest, sources) = args.split_last().expect("COPY <src>... <dest>");
-        for src in sources {
-            if let Some(p) = src.strip_prefix("target/cni-bin/") {
-                assert_eq!(dest, "/plugins/", "{src}");
-                assert!(
-                    plugins.contains(p),
-                    "{src} is not built by scripts/build-plugins"
-                );
-                assert!(
-                    script.contains("target/cni-bin/$p"),
-                    "scripts/build-plugins installs the plugins into target/cni-bin/"
-                );
-                copied_plugins.insert(p.to_string());
-            } else if src == "target/installer/cni-installer" {
-                assert_eq!(dest, "/cni-installer");
-                assert!(
-                    script.contains("target/installer/cni-installer"),
-                    "built by scripts/build-plugins"
-                );
-                assert!(
-                    script.contains("check_static target/installer/cni-installer"),
-                    "and checked static"
-                );
-                copied_installer = true;
-            } else if src == "target/operator/network-addons-operator" {
-                assert_eq!(dest, "/network-addons-operator");
-                assert!(
-                    script.contains("check_static target/operator/network-addons-operator"),
-                    "built by scripts/build-plugins and checked static"
-                );
-                copied_operator = true;
-            } else {
-                panic!("COPY {src}: not something scripts/build-plugins produces");
-            }
-        }
+    for staged in [
+        "install -m 0755 \"$from/installer/cni-installer\" \"$to/cni-installer\"",
+        "for p in \"${PLUGINS[@]}\"; do install -m 0755 \"$from/cni-bin/$p\" \"$to/plugins/$p\"; done",
+        "install -m 0755 \"$from/operator/network-addons-operator\" \"$to/network-addons-operator\"",
+        "stage amd64 target",
+        "stage arm64 target/aarch64",
+    ] {
+        assert!(
+            script.contains(staged),
+            "scripts/build-plugins stages the image's root: {staged}"
+        );
     }
-    assert!(copied_installer, "the image holds /cni-installer");
-    assert!(copied_operator, "the image holds /network-addons-operator");
-    assert_eq!(
-        copied_plugins, plugins,
-        "the image holds every plugin, and only those"
-    );
+    for checked in [
+        "check_static \"$out/cni-bin/$p\"",
+        "check_static \"$out/installer/cni-installer\"",
+        "check_static \"$out/operator/network-addons-operator\"",
+    ] {
+        assert!(script.contains(checked), "and checks it static: {checked}");
+    }
+}
+
+/// What build-plugins staged for amd64 is the image's root: `/cni-installer`, `/plugins/<each>`,
+/// `/network-addons-operator`.
+#[test]
+fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/image/amd64");
+    assert!(root.exists(), "run scripts/build-plugins first");
+    for file in [
+        "cni-installer",
+        "plugins/bridge",
+        "plugins/macvtap",
+        "plugins/ovs",
+        "plugins/tuning",
+        "network-addons-operator",
+    ] {
+        assert!(root.join(file).is_file(), "{file} staged");
+    }
 }
 
 #[test]

@@ -383,10 +383,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         &self.builder
     }
 
-    /// Builds the project's image from its Containerfile and pushes it as `tag`.
+    /// Builds the project's image from its Containerfile and pushes it as `tag`: an index of
+    /// its amd64 and arm64 images when scripts/build-plugins staged both.
     pub fn build_plugins_image(&self, repo: &Path, tag: &str) -> Result<()> {
-        self.builder
-            .build_and_push(&repo.join("Containerfile"), repo, tag)
+        let containerfile = repo.join("Containerfile");
+        if repo.join("target/image/arm64").is_dir() {
+            self.builder.build_index_and_push(
+                &containerfile,
+                repo,
+                tag,
+                &["linux/amd64", "linux/arm64"],
+            )
+        } else {
+            self.builder.build_and_push(&containerfile, repo, tag)
+        }
     }
 
     fn kubectl_command(&self) -> Command {

@@ -82,6 +82,47 @@ impl Builder {
         Ok(())
     }
 
+    /// One image per platform of `platforms` (`linux/amd64`, ...) from the Containerfile, put
+    /// together under `tag` as a multi-architecture index (an OCI image index), and pushed to
+    /// the registry with every image it lists.
+    pub fn build_index_and_push(
+        &self,
+        containerfile: &Path,
+        context: &Path,
+        tag: &str,
+        platforms: &[&str],
+    ) -> Result<()> {
+        // a list of that name from an earlier build would gather this build's images too
+        let _ = run(self.buildah().args(["manifest", "rm", tag]));
+        run(self
+            .buildah()
+            .args(["bud", "--quiet", "--layers=false", "--platform"])
+            .arg(platforms.join(","))
+            .args(["--manifest", tag, "-f"])
+            .arg(containerfile)
+            .arg(context))
+        .with_context(|| {
+            format!(
+                "build {tag} for {} from {}",
+                platforms.join(", "),
+                containerfile.display()
+            )
+        })?;
+        run(self
+            .buildah()
+            .args([
+                "manifest",
+                "push",
+                "--quiet",
+                "--all",
+                "--tls-verify=false",
+                tag,
+            ])
+            .arg(format!("docker://{REGISTRY_ADDR}/{}", registry_path(tag))))
+        .with_context(|| format!("push the index {tag}"))?;
+        Ok(())
+    }
+
     /// The busybox image: `/bin/busybox` with its applets linked, running `sleep` by default.
     pub fn busybox(&self, work: &Path) -> Result<()> {
         let ctx = work.join("busybox-context");
@@ -107,13 +148,17 @@ impl Builder {
 
 /// `skopeo copy` of an OCI archive to the registry, under the image's name without `localhost/`.
 fn push(archive: &Path, tag: &str) -> Result<()> {
-    let path = tag
-        .strip_prefix(&format!("{REGISTRY_NAME}/"))
-        .unwrap_or(tag);
+    let path = registry_path(tag);
     run(Command::new("skopeo")
         .args(["copy", "--quiet", "--dest-tls-verify=false"])
         .arg(format!("oci-archive:{}", archive.display()))
         .arg(format!("docker://{REGISTRY_ADDR}/{path}")))
     .with_context(|| format!("push {tag}"))?;
     Ok(())
+}
+
+/// The image's name in the registry: without `localhost/`.
+fn registry_path(tag: &str) -> &str {
+    tag.strip_prefix(&format!("{REGISTRY_NAME}/"))
+        .unwrap_or(tag)
 }

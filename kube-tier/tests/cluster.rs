@@ -33,6 +33,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::pods::pod_deletion_leaves_nothing,
     ),
     (
+        "the_image_is_an_index_of_amd64_and_arm64",
+        scenarios::image::the_image_is_an_index_of_amd64_and_arm64,
+    ),
+    (
         "deploy_manifests_apply_as_the_readme_says",
         scenarios::operator::deploy_applies,
     ),

@@ -88,10 +88,16 @@ fn the_operator_deployment_runs_the_binary_the_containerfile_copies() {
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"], Settings::defaults().plugins_image);
     let binary = container["command"][0].as_str().unwrap();
+    // The Containerfile copies the staged root; build-plugins stages the operator there.
     assert!(
         containerfile
             .lines()
-            .any(|l| l.starts_with("COPY ") && l.ends_with(&format!(" {binary}"))),
-        "the Containerfile copies {binary}"
+            .any(|l| l == "COPY target/image/${TARGETARCH}/ /"),
+        "the Containerfile copies the staged root"
+    );
+    let script = repo_file("scripts/build-plugins");
+    assert!(
+        script.contains(&format!("\"$to{binary}\"")),
+        "scripts/build-plugins stages {binary}"
     );
 }

@@ -163,6 +163,7 @@ pub fn invalid_refused(ctx: &mut Ctx) -> Result<()> {
 /// published schema, else by the API server), with the field named, and the running
 /// configuration is untouched.
 pub fn malformed_refused_at_apply(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.wait_nac("Available", "True", Duration::from_secs(180))?;
     let generation = ctx.nac()?["metadata"]["generation"].clone();

@@ -16,20 +16,29 @@ use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 const NEW_IMAGE: &str = "localhost/secondary-cni/plugins:upgrade";
 
+/// The amd64 root the Containerfile copies, in a build context of its own.
+const STAGED: &str = "target/image/amd64";
+
 /// A build context for the Containerfile whose `bridge` and `tuning` differ from the installed
 /// ones (an extra ELF note section: same code, another sha256), everything else as built.
 fn upgraded_context(ctx: &Ctx, dir: &Path) -> Result<()> {
-    for sub in ["target/cni-bin", "target/installer", "target/operator"] {
-        std::fs::create_dir_all(dir.join(sub))?;
-        for entry in std::fs::read_dir(ctx.repo.join(sub))? {
+    for sub in ["", "plugins"] {
+        let from = ctx.repo.join(STAGED).join(sub);
+        std::fs::create_dir_all(dir.join(STAGED).join(sub))?;
+        for entry in std::fs::read_dir(&from)? {
             let entry = entry?;
-            std::fs::copy(entry.path(), dir.join(sub).join(entry.file_name()))?;
+            if entry.file_type()?.is_file() {
+                std::fs::copy(
+                    entry.path(),
+                    dir.join(STAGED).join(sub).join(entry.file_name()),
+                )?;
+            }
         }
     }
     let note = dir.join("note");
     std::fs::write(&note, "kube-tier upgrade\n")?;
     for plugin in ["bridge", "tuning"] {
-        let bin = dir.join("target/cni-bin").join(plugin);
+        let bin = dir.join(STAGED).join("plugins").join(plugin);
         run(Command::new("objcopy")
             .arg(format!("--add-section=.note.kube-tier={}", note.display()))
             .arg(&bin))?;
@@ -55,7 +64,7 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
     ctx.cluster
         .builder()
         .build_and_push(&ctx.repo.join("Containerfile"), &dir, NEW_IMAGE)?;
-    let new_bridge = sha256(&dir.join("target/cni-bin/bridge"))?;
+    let new_bridge = sha256(&dir.join(STAGED).join("plugins/bridge"))?;
 
     // Pods come and go while the new image rolls out: every ADD and DEL must succeed.
     let stop = AtomicBool::new(false);
