@@ -178,8 +178,8 @@ pub struct Placement {
     pub tolerations: Option<Vec<Toleration>>,
 }
 
-/// OpenShift's TLSSecurityProfile shape. Accepted and kept in the applied record; not applied
-/// to the webhooks yet (see the status' `notDeployed`).
+/// OpenShift's TLSSecurityProfile shape: the IPAM controller's webhook server follows it (none
+/// means Modern); kubemacpool's keeps its own defaults (see the status' `notDeployed`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TlsSecurityProfile {
@@ -379,7 +379,7 @@ impl NetworkAddonsConfigSpec {
         note(
             self.tls_security_profile.is_some(),
             "tlsSecurityProfile",
-            "accepted but not applied: kubemacpool's and the IPAM controller's webhooks keep their own TLS defaults",
+            "applied to the IPAM controller's webhook only: kubemacpool's keeps its own TLS defaults",
         );
         out
     }

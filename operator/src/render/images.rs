@@ -32,5 +32,6 @@ pub const KUBE_SECONDARY_DNS: &str = "ghcr.io/kubevirt/kubesecondarydns@sha256:f
 pub const CORE_DNS: &str = "registry.k8s.io/coredns/coredns@sha256:a0ead06651cf580044aeb0a0feba63591858fb2e43ade8c9dea45a6a89ae7e5e";
 
 /// kubevirt-ipam-controller (`/manager`): IPAMClaims for VMs' persistent IPs, and the webhook
-/// that points virt-launcher pods at them.
-pub const KUBEVIRT_IPAM_CONTROLLER: &str = "ghcr.io/kubevirt/ipam-controller@sha256:b7d382c91dd401886664eedcb2799731ff06728e2e59d7e7277e4ea00266fde9";
+/// that points virt-launcher pods at them. The digest the upstream operator's 0.104.0-rc-0 pins,
+/// whose webhook server takes `--tls-min-version` and `--tls-cipher-suites`.
+pub const KUBEVIRT_IPAM_CONTROLLER: &str = "ghcr.io/kubevirt/ipam-controller@sha256:83f03d3185ee5b27489ae4cb876bf64c9a0b9a910724deae8c341bfae0531152";

@@ -9,6 +9,9 @@
 //! ([`crate::spec::NetworkAddonsConfigSpec::not_deployed`]). A webhook with `failurePolicy: Fail`
 //! that nobody can serve would block every virt-launcher pod.
 //!
+//! `tlsSecurityProfile` goes to its webhook server as `--tls-min-version` and
+//! `--tls-cipher-suites`, as upstream passes it.
+//!
 //! The names, selector, RBAC, webhook and IPAMClaim CRD are upstream's. The CRD's schema leaves
 //! out upstream's CEL rules: Kubernetes before 1.25 refuses a CRD that has them in server-side
 //! apply. The webhook configuration comes last, after the Deployment serving it.
@@ -29,6 +32,7 @@ use serde_json::{json, Value};
 
 use super::common::{self, Ctx};
 use super::network_policy;
+use super::tls;
 use super::Rendered;
 use crate::error::Result;
 use crate::spec::Component;
@@ -216,6 +220,7 @@ fn deployment(ctx: &Ctx) -> Deployment {
     if !nad_namespace.is_empty() {
         args.push(format!("--default-network-nad-namespace={nad_namespace}"));
     }
+    args.extend(tls::go_server_flags(ctx.spec.tls_security_profile.as_ref()));
     let manager = Container {
         command: Some(common::strings(&["/manager"])),
         args: Some(args),
@@ -479,7 +484,10 @@ mod tests {
         let without = rendered(CERT_MANAGER, "");
         let args = &find(&without, "Deployment").unwrap()["spec"]["template"]["spec"]["containers"]
             [0]["args"];
-        assert_eq!(args, &json!(["--leader-elect"]));
+        assert_eq!(
+            args,
+            &json!(["--leader-elect", "--tls-min-version=VersionTLS13"])
+        );
     }
 
     #[test]

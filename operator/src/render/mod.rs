@@ -19,6 +19,7 @@ pub mod multus_dynamic_networks;
 pub mod network_policy;
 pub mod ovs;
 pub mod scc;
+pub mod tls;
 
 use serde_json::Value;
 

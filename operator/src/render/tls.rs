@@ -1,0 +1,189 @@
+//! `tlsSecurityProfile` as a component's TLS flags. The profiles are OpenShift's
+//! (openshift/api `TLSProfiles`): a minimum version and ciphers by their OpenSSL names. Go
+//! servers take Go's names, so each OpenSSL name is translated; TLS 1.3 suites (Go picks those
+//! itself) and DHE suites (Go has none) are left out, as upstream does. No profile means Modern.
+
+use crate::spec::{TlsProfileType, TlsSecurityProfile};
+
+/// OpenShift's Old profile: TLS 1.0 and every cipher below.
+const OLD_CIPHERS: &[&str] = &[
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "ECDHE-RSA-CHACHA20-POLY1305",
+    "DHE-RSA-AES128-GCM-SHA256",
+    "DHE-RSA-AES256-GCM-SHA384",
+    "DHE-RSA-CHACHA20-POLY1305",
+    "ECDHE-ECDSA-AES128-SHA256",
+    "ECDHE-RSA-AES128-SHA256",
+    "ECDHE-ECDSA-AES128-SHA",
+    "ECDHE-RSA-AES128-SHA",
+    "ECDHE-ECDSA-AES256-SHA384",
+    "ECDHE-RSA-AES256-SHA384",
+    "ECDHE-ECDSA-AES256-SHA",
+    "ECDHE-RSA-AES256-SHA",
+    "DHE-RSA-AES128-SHA256",
+    "DHE-RSA-AES256-SHA256",
+    "AES128-GCM-SHA256",
+    "AES256-GCM-SHA384",
+    "AES128-SHA256",
+    "AES256-SHA256",
+    "AES128-SHA",
+    "AES256-SHA",
+    "DES-CBC3-SHA",
+];
+
+/// OpenShift's Intermediate profile: TLS 1.2 and these.
+const INTERMEDIATE_CIPHERS: &[&str] = &[
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "ECDHE-RSA-CHACHA20-POLY1305",
+    "DHE-RSA-AES128-GCM-SHA256",
+    "DHE-RSA-AES256-GCM-SHA384",
+];
+
+/// Go's name of an OpenSSL cipher name, where Go implements the suite (TLS 1.2 and below).
+fn go_cipher(openssl: &str) -> Option<&'static str> {
+    Some(match openssl {
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384" => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-RSA-CHACHA20-POLY1305" => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-ECDSA-AES128-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        "ECDHE-RSA-AES128-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "ECDHE-ECDSA-AES128-SHA" => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "ECDHE-RSA-AES128-SHA" => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "ECDHE-ECDSA-AES256-SHA" => "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "ECDHE-RSA-AES256-SHA" => "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        "AES128-GCM-SHA256" => "TLS_RSA_WITH_AES_128_GCM_SHA256",
+        "AES256-GCM-SHA384" => "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        "AES128-SHA256" => "TLS_RSA_WITH_AES_128_CBC_SHA256",
+        "AES128-SHA" => "TLS_RSA_WITH_AES_128_CBC_SHA",
+        "AES256-SHA" => "TLS_RSA_WITH_AES_256_CBC_SHA",
+        "DES-CBC3-SHA" => "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+        _ => return None,
+    })
+}
+
+/// The minimum version (`VersionTLS12`) and the OpenSSL cipher names of `profile`. A Custom
+/// section wins whatever `type` says, as upstream reads it.
+fn settings(profile: Option<&TlsSecurityProfile>) -> (String, Vec<String>) {
+    let named = |min: &str, ciphers: &[&str]| {
+        (
+            min.to_string(),
+            ciphers.iter().map(|c| c.to_string()).collect(),
+        )
+    };
+    let Some(profile) = profile else {
+        return named("VersionTLS13", &[]);
+    };
+    if let Some(custom) = &profile.custom {
+        return (custom.min_tls_version.clone(), custom.ciphers.clone());
+    }
+    match profile.profile_type {
+        Some(TlsProfileType::Old) => named("VersionTLS10", OLD_CIPHERS),
+        Some(TlsProfileType::Intermediate) => named("VersionTLS12", INTERMEDIATE_CIPHERS),
+        _ => named("VersionTLS13", &[]),
+    }
+}
+
+/// `--tls-min-version=...` and, below TLS 1.3 (where Go chooses the suites itself),
+/// `--tls-cipher-suites=...` in Go's names: the flags of controller-runtime webhook servers
+/// such as the IPAM controller's.
+pub fn go_server_flags(profile: Option<&TlsSecurityProfile>) -> Vec<String> {
+    let (min, ciphers) = settings(profile);
+    let min = if min.is_empty() {
+        "VersionTLS13".to_string()
+    } else {
+        min
+    };
+    let mut flags = vec![format!("--tls-min-version={min}")];
+    let go: Vec<&str> = ciphers.iter().filter_map(|c| go_cipher(c)).collect();
+    if min != "VersionTLS13" && !go.is_empty() {
+        flags.push(format!("--tls-cipher-suites={}", go.join(",")));
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{CustomTlsProfile, EmptyObject};
+
+    fn of_type(t: TlsProfileType) -> TlsSecurityProfile {
+        TlsSecurityProfile {
+            profile_type: Some(t),
+            ..TlsSecurityProfile::default()
+        }
+    }
+
+    #[test]
+    fn no_profile_is_modern_tls_1_3_without_suites() {
+        assert_eq!(go_server_flags(None), ["--tls-min-version=VersionTLS13"]);
+        assert_eq!(
+            go_server_flags(Some(&of_type(TlsProfileType::Modern))),
+            ["--tls-min-version=VersionTLS13"]
+        );
+    }
+
+    #[test]
+    fn intermediate_is_tls_1_2_with_the_ecdhe_aead_suites() {
+        assert_eq!(
+            go_server_flags(Some(&of_type(TlsProfileType::Intermediate))),
+            [
+                "--tls-min-version=VersionTLS12",
+                "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
+            ]
+        );
+    }
+
+    #[test]
+    fn old_keeps_every_suite_go_has_in_the_profiles_order() {
+        let flags = go_server_flags(Some(&of_type(TlsProfileType::Old)));
+        assert_eq!(flags[0], "--tls-min-version=VersionTLS10");
+        let suites: Vec<&str> = flags[1]
+            .trim_start_matches("--tls-cipher-suites=")
+            .split(',')
+            .collect();
+        assert_eq!(suites.len(), 18);
+        assert_eq!(suites[0], "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256");
+        assert_eq!(suites[17], "TLS_RSA_WITH_3DES_EDE_CBC_SHA");
+    }
+
+    #[test]
+    fn custom_wins_and_drops_the_suites_at_tls_1_3() {
+        let custom = |min: &str, ciphers: &[&str]| TlsSecurityProfile {
+            profile_type: Some(TlsProfileType::Custom),
+            custom: Some(CustomTlsProfile {
+                ciphers: ciphers.iter().map(|c| c.to_string()).collect(),
+                min_tls_version: min.to_string(),
+            }),
+            modern: Some(EmptyObject {}),
+            ..TlsSecurityProfile::default()
+        };
+        assert_eq!(
+            go_server_flags(Some(&custom("VersionTLS12", &["AES128-SHA", "AES256-SHA"]))),
+            [
+                "--tls-min-version=VersionTLS12",
+                "--tls-cipher-suites=TLS_RSA_WITH_AES_128_CBC_SHA,TLS_RSA_WITH_AES_256_CBC_SHA"
+            ]
+        );
+        assert_eq!(
+            go_server_flags(Some(&custom("VersionTLS13", &["AES128-SHA"]))),
+            ["--tls-min-version=VersionTLS13"]
+        );
+    }
+}
