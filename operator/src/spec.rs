@@ -374,7 +374,7 @@ impl NetworkAddonsConfigSpec {
         note(
             self.nmstate.is_some(),
             "nmstate",
-            "kept for compatibility only: kubernetes-nmstate is installed by its own operator",
+            "not deployed, as the upstream operator no longer deploys it: install kubernetes-nmstate with its own operator (see its release notes)",
         );
         note(
             self.tls_security_profile.is_some(),

@@ -314,9 +314,10 @@ pub fn walkthrough_config(ctx: &mut Ctx) -> Result<()> {
         Duration::from_secs(90),
         || {
             let nac = ctx.nac()?;
+            // with the seed's pointer: its own operator
             Ok(nac["status"]["notDeployed"]
                 .to_string()
-                .contains("nmstate")
+                .contains("install kubernetes-nmstate with its own operator")
                 .then_some(nac))
         },
     )?;
