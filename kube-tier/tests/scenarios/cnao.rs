@@ -18,7 +18,7 @@ use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
 
 use super::operator::{reset, LINUX_BRIDGE_DS};
-use super::pods::{create_pod, wait_pod_ip};
+use super::pods::{churn_pods, create_pod, wait_pod_ip};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 /// The names a pod's CNI calls and CNAO's tooling use.
@@ -170,17 +170,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
             }
             n
         });
-        let churn = s.spawn(|| -> Result<usize> {
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) && n < 20 {
-                let name = format!("switch-{n}");
-                create_pod(ctx, &name)?;
-                wait_pod_ip(ctx, &name)?;
-                ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
-                n += 1;
-            }
-            Ok(n)
-        });
+        let churn = s.spawn(|| churn_pods(ctx, "switch", 20, &stop));
         let switch = (|| -> Result<()> {
             ctx.kubectl(&[
                 "scale",

@@ -23,6 +23,26 @@ pub fn pod_manifest(name: &str) -> String {
     )
 }
 
+/// Creates pods `<prefix>-0`, `<prefix>-1`, ... one after the other, each waited for until it
+/// has its network and then deleted without waiting, until `stop` is set or `max` were
+/// created; returns how many. Every ADD must succeed while something else changes the node.
+pub fn churn_pods(
+    ctx: &Ctx,
+    prefix: &str,
+    max: usize,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<usize> {
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < max {
+        let name = format!("{prefix}-{n}");
+        create_pod(ctx, &name)?;
+        wait_pod_ip(ctx, &name)?;
+        ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 pub fn create_pod(ctx: &Ctx, name: &str) -> Result<()> {
     ctx.apply(&pod_manifest(name)).map(drop)
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use kube_tier::daemon::{run, wait_for};
 
 use super::operator::LINUX_BRIDGE_DS;
-use super::pods::{create_pod, wait_pod_ip};
+use super::pods::{churn_pods, create_pod, wait_pod_ip};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 const NEW_IMAGE: &str = "localhost/secondary-cni/plugins:upgrade";
@@ -69,17 +69,7 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
     // Pods come and go while the new image rolls out: every ADD and DEL must succeed.
     let stop = AtomicBool::new(false);
     let churn = std::thread::scope(|s| -> Result<usize> {
-        let worker = s.spawn(|| -> Result<usize> {
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) && n < 30 {
-                let name = format!("churn-{n}");
-                create_pod(ctx, &name)?;
-                wait_pod_ip(ctx, &name)?;
-                ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
-                n += 1;
-            }
-            Ok(n)
-        });
+        let worker = s.spawn(|| churn_pods(ctx, "churn", 30, &stop));
         let rollout = (|| -> Result<()> {
             ctx.kubectl(&[
                 "set",
