@@ -349,8 +349,12 @@ impl NetworkAddonsConfigSpec {
     pub fn deployed_components(&self, cluster: &ClusterInfo) -> Vec<Component> {
         self.components()
             .into_iter()
-            .filter(|c| {
-                *c != Component::KubevirtIpamController || cluster.issues_serving_certificates()
+            .filter(|c| match c {
+                Component::KubevirtIpamController => cluster.issues_serving_certificates(),
+                Component::Multus | Component::MultusDynamicNetworks | Component::Macvtap => {
+                    !cluster.openshift
+                }
+                _ => true,
             })
             .collect()
     }
@@ -366,6 +370,23 @@ impl NetworkAddonsConfigSpec {
                 });
             }
         };
+        // Upstream refuses these on OpenShift (its network operator runs multus itself); here
+        // the rest of the configuration still applies.
+        note(
+            self.multus.is_some() && cluster.openshift,
+            "multus",
+            "not deployed on OpenShift: its cluster network operator runs multus",
+        );
+        note(
+            self.multus_dynamic_networks.is_some() && cluster.openshift,
+            "multusDynamicNetworks",
+            "not supported on OpenShift",
+        );
+        note(
+            self.macvtap.is_some() && cluster.openshift,
+            "macvtap",
+            "not supported on OpenShift",
+        );
         note(
             self.kubevirt_ipam_controller.is_some() && !cluster.issues_serving_certificates(),
             "kubevirtIpamController",

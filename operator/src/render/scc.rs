@@ -1,7 +1,8 @@
 //! OpenShift's SecurityContextConstraints: there, a pod may only be privileged, use the host's
 //! network and PID namespaces and mount host paths if an SCC granted to its service account
 //! allows it. Each node agent's service account gets one of its own, named after it, as the
-//! upstream operator does (`multus`, `macvtap-cni`, `bridge-marker`, `ovs-cni-marker`).
+//! upstream operator does (`bridge-marker`, `ovs-cni-marker`; multus and macvtap are not
+//! deployed on OpenShift).
 
 use serde_json::{json, Value};
 
