@@ -571,7 +571,6 @@ fn component_health(
         applied
             .not_deployed(cluster)
             .into_iter()
-            .filter(|n| n.is_component())
             .map(|n| ComponentHealth {
                 key: n.component,
                 progressing: Vec::new(),

@@ -178,8 +178,8 @@ pub struct Placement {
     pub tolerations: Option<Vec<Toleration>>,
 }
 
-/// OpenShift's TLSSecurityProfile shape: the IPAM controller's webhook server follows it (none
-/// means Modern); kubemacpool's keeps its own defaults (see the status' `notDeployed`).
+/// OpenShift's TLSSecurityProfile shape: the webhook servers (kubemacpool's, the IPAM
+/// controller's) follow it; none means Modern.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TlsSecurityProfile {
@@ -274,13 +274,6 @@ pub struct NotDeployed {
     /// The spec key, e.g. `kubeSecondaryDNS`.
     pub component: String,
     pub reason: String,
-}
-
-impl NotDeployed {
-    /// Whether it names a component (rather than a setting such as `tlsSecurityProfile`).
-    pub fn is_component(&self) -> bool {
-        self.component != "tlsSecurityProfile"
-    }
 }
 
 /// The components this operator deploys, in render order (upstream's order).
@@ -396,11 +389,6 @@ impl NetworkAddonsConfigSpec {
             self.nmstate.is_some(),
             "nmstate",
             "not deployed, as the upstream operator no longer deploys it: install kubernetes-nmstate with its own operator (see its release notes)",
-        );
-        note(
-            self.tls_security_profile.is_some(),
-            "tlsSecurityProfile",
-            "applied to the IPAM controller's webhook only: kubemacpool's keeps its own TLS defaults",
         );
         out
     }

@@ -17,8 +17,8 @@
 //!   which every other pod there would share);
 //! - no monitoring objects (ServiceMonitor, PrometheusRule, the metrics proxy sidecar): their
 //!   CRDs and the Prometheus stack may be absent, and a missing CRD would fail the whole apply;
-//! - no TLS_MIN_VERSION/TLS_CIPHERS: `tlsSecurityProfile` is not applied, so KubeMacPool keeps
-//!   its own defaults.
+//! - `tlsSecurityProfile` goes to the webhook server as `--tls-min-version` and
+//!   `--tls-cipher-suites` (Go's names), as upstream's current manifests pass it.
 
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
@@ -34,6 +34,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::common::{self, Ctx};
 use super::network_policy;
+use super::tls;
 use super::Rendered;
 use crate::defaults::default_self_sign;
 use crate::error::{Error, Result};
@@ -256,7 +257,12 @@ fn mac_controller(ctx: &Ctx) -> Result<Deployment> {
         .ok_or_else(|| Error::other("kubeMacPool has no MAC range: fill the defaults first"))?;
     let manager = Container {
         command: Some(common::strings(&["/manager"])),
-        args: Some(common::strings(&["--v=production", "--wait-time=300"])),
+        args: Some(
+            common::strings(&["--v=production", "--wait-time=300"])
+                .into_iter()
+                .chain(tls::go_server_flags(ctx.spec.tls_security_profile.as_ref()))
+                .collect(),
+        ),
         env: Some(vec![
             common::field_env("POD_NAMESPACE", "metadata.namespace"),
             common::field_env("POD_NAME", "metadata.name"),
@@ -425,6 +431,31 @@ mod tests {
             .find(|r| r.object["kind"] == kind && r.object["metadata"]["name"] == name)
             .unwrap()
             .object
+    }
+
+    #[test]
+    fn the_tls_profile_goes_to_the_webhook_server_only() {
+        let settings = Settings::defaults();
+        let applied = NetworkAddonsConfigSpec {
+            kube_mac_pool: Some(KubeMacPool {
+                range_start: "02:00:00:00:00:00".to_string(),
+                range_end: "02:00:00:00:ff:ff".to_string(),
+            }),
+            tls_security_profile: Some(crate::spec::TlsSecurityProfile {
+                profile_type: Some(crate::spec::TlsProfileType::Intermediate),
+                ..Default::default()
+            }),
+            ..NetworkAddonsConfigSpec::default()
+        };
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
+        let args = |name: &str| {
+            find(&out, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]["args"]
+                .to_string()
+        };
+        assert!(args(MAC_CONTROLLER).contains("\"--tls-min-version=VersionTLS12\""));
+        assert!(args(MAC_CONTROLLER)
+            .contains("--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,"));
+        assert!(!args(CERT_MANAGER).contains("tls"));
     }
 
     #[test]
