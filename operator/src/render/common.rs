@@ -11,7 +11,8 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction,
     HostPathVolumeSource, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    ResourceRequirements, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec,
+    Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -401,6 +402,32 @@ pub fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
         resources: Some(strings(resources)),
         verbs: strings(verbs),
         ..PolicyRule::default()
+    }
+}
+
+/// The Service in front of a webhook server: 443 to `port` of the pods `selector` picks. Every
+/// key of the port is set: Kubernetes 1.20's server-side apply does not default `protocol` and
+/// refuses a port without it.
+pub fn webhook_service(
+    ctx: &Ctx,
+    component: Component,
+    name: &str,
+    selector: &[(&str, &str)],
+    port: i32,
+) -> Service {
+    Service {
+        metadata: meta(ctx, name, Some(component)),
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                port: 443,
+                protocol: Some("TCP".to_string()),
+                target_port: Some(IntOrString::Int(port)),
+                ..ServicePort::default()
+            }]),
+            selector: Some(string_map(selector)),
+            ..ServiceSpec::default()
+        }),
+        status: None,
     }
 }
 

@@ -27,7 +27,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, PodSpec, Probe,
-    SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    SecretVolumeSource, Service, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -150,27 +150,18 @@ fn rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
 }
 
 fn service(ctx: &Ctx) -> Service {
-    Service {
-        metadata: common::meta(ctx, SERVICE, Some(COMPONENT)),
-        spec: Some(ServiceSpec {
-            // Every key of an associative list is set: Kubernetes 1.20's server-side apply does
-            // not default `protocol` and refuses a port without it.
-            ports: Some(vec![ServicePort {
-                port: 443,
-                protocol: Some("TCP".to_string()),
-                target_port: Some(IntOrString::Int(WEBHOOK_PORT)),
-                ..ServicePort::default()
-            }]),
-            // The webhook must be reachable while the manager is still syncing its pool.
-            publish_not_ready_addresses: Some(true),
-            selector: Some(common::string_map(&[(
-                "control-plane",
-                "mac-controller-manager",
-            )])),
-            ..ServiceSpec::default()
-        }),
-        status: None,
+    let mut service = common::webhook_service(
+        ctx,
+        COMPONENT,
+        SERVICE,
+        &[("control-plane", "mac-controller-manager")],
+        WEBHOOK_PORT,
+    );
+    if let Some(spec) = service.spec.as_mut() {
+        // The webhook must be reachable while the manager is still syncing its pool.
+        spec.publish_not_ready_addresses = Some(true);
     }
+    service
 }
 
 /// A one-replica Deployment of a KubeMacPool manager, on the infra placement.

@@ -23,7 +23,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PodSecurityContext, PodSpec, SeccompProfile, SecretVolumeSource, Service,
-    ServicePort, ServiceSpec, Volume, VolumeMount,
+    Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -154,27 +154,14 @@ fn leader_election_binding(ctx: &Ctx) -> RoleBinding {
 }
 
 fn service(ctx: &Ctx) -> Service {
-    let mut metadata = common::meta(ctx, SERVICE, Some(COMPONENT));
+    let mut service = common::webhook_service(ctx, COMPONENT, SERVICE, SELECTOR, WEBHOOK_PORT);
     if ctx.cluster.openshift {
-        metadata.annotations = Some(common::string_map(&[(
+        service.metadata.annotations = Some(common::string_map(&[(
             "service.beta.openshift.io/serving-cert-secret-name",
             SERVICE,
         )]));
     }
-    Service {
-        metadata,
-        spec: Some(ServiceSpec {
-            ports: Some(vec![ServicePort {
-                port: 443,
-                protocol: Some("TCP".to_string()),
-                target_port: Some(IntOrString::Int(WEBHOOK_PORT)),
-                ..ServicePort::default()
-            }]),
-            selector: Some(common::string_map(SELECTOR)),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
+    service
 }
 
 fn issuer(ctx: &Ctx) -> Value {
