@@ -151,7 +151,12 @@ impl Plugin for Macvtap {
         let own = &req.conf.plugin;
         let ifname = req.cmd.ifname.as_str();
         let temp = temp_name(&req.cmd.container_id, ifname);
-        if let Some(Some(ctr_ns)) = teardown.step(req.open_netns_if_exists()) {
+        let ctr_ns = teardown.step(req.open_netns_if_exists());
+        if let Some(None) = ctr_ns {
+            // The macvtap died with its namespace: a node made for it by hand is left over.
+            teardown.step(tap::remove_stale_nodes());
+        }
+        if let Some(Some(ctr_ns)) = ctr_ns {
             if let Some(ctr) = teardown.step(Netlink::in_netns(&ctr_ns)) {
                 let device_id = req
                     .conf
@@ -263,13 +268,15 @@ impl Plugin for Macvtap {
         }
     }
 
-    /// Macvtaps die with their namespace and ADD replaces stale /dev nodes, so only IPAM can
-    /// hold something for attachments the runtime no longer has.
+    /// Macvtaps die with their namespace, but a /dev/tapN made by hand outlives its device, and
+    /// IPAM may hold leases for attachments the runtime no longer has.
     fn gc(&self, req: &Request<MacvtapConf>) -> Result<()> {
-        match req.conf.ipam_type() {
-            Some(ipam_type) => ipam::exec_gc(ipam_type, req),
-            None => Ok(()),
+        let mut teardown = Teardown::new();
+        teardown.step(tap::remove_stale_nodes());
+        if let Some(ipam_type) = req.conf.ipam_type() {
+            teardown.step(ipam::exec_gc(ipam_type, req));
         }
+        teardown.finish()
     }
 }
 

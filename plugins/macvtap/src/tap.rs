@@ -8,7 +8,8 @@
 //! the kernel has torn it down. So a node is never trusted by its name: its device number is
 //! looked up in /sys/dev/char, which names the netdev and tap behind every number whatever
 //! namespace they are in. When our device has no node, it gets one made by hand; devtmpfs
-//! never removes such a node, so DEL (or a failed ADD) does.
+//! never removes such a node, so DEL (or a failed ADD) does, and GC, or the DEL of a namespace
+//! that is already gone, removes those whose macvtap died before DEL.
 
 use std::fs;
 use std::io;
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use cni_common::{Code, Error, Result, Rollback};
+use cni_common::{Code, Error, Result, Rollback, Teardown};
 use nix::sys::stat::{major, makedev, minor, mknod, Mode, SFlag};
 
 const DEV_DIR: &str = "/dev";
@@ -215,6 +216,37 @@ pub fn node_of(netdev: &str, index: u32) -> Option<TapNode> {
     }
 }
 
+/// GC, and DEL of a namespace that is gone: removes every `/dev/tap<N>` of the macvtap driver
+/// whose device no longer exists. devtmpfs takes its own nodes away with their device, so these
+/// were made by hand, by an ADD whose macvtap then died with its namespace before DEL. Left
+/// there, one keeps devtmpfs from making the node of the next macvtap with that index, and a
+/// plugin that trusts devtmpfs (macvtap-cni, after a node switches back) would hand it to qemu.
+pub fn remove_stale_nodes() -> Result<()> {
+    // No macvtap driver, no macvtap numbers to judge.
+    let Ok(macvtap) = macvtap_major() else {
+        return Ok(());
+    };
+    if !Path::new(SYS_DEV_CHAR).is_dir() {
+        return Ok(());
+    }
+    let entries =
+        fs::read_dir(DEV_DIR).map_err(|e| Error::wrap(format!("listing {DEV_DIR}"), e))?;
+    let mut teardown = Teardown::new();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(is_tap_name) {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(Node::Char { rdev, owner: None }) = teardown.step(inspect(&path)) {
+            if major(rdev) == macvtap {
+                tracing::info!("removing {}: its device is gone", path.display());
+                teardown.step(remove(&path));
+            }
+        }
+    }
+    teardown.finish()
+}
+
 /// What is at a node's path.
 enum Node {
     Missing,
@@ -253,10 +285,14 @@ struct CharDevice {
 
 impl CharDevice {
     fn is_tap(&self) -> bool {
-        self.tap
-            .strip_prefix("tap")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        is_tap_name(&self.tap)
     }
+}
+
+/// `tap<N>`: the name of a tap device and of its node.
+fn is_tap_name(name: &str) -> bool {
+    name.strip_prefix("tap")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn char_device(major: u64, minor: u64) -> Option<CharDevice> {

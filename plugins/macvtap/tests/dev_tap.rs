@@ -6,15 +6,12 @@ mod common;
 use std::thread;
 use std::time::Duration;
 
-use common::{config, error_of, macvtap_major, tap_device, tap_owner, tap_path, Node, PARENT};
+use common::{
+    config, error_of, rare_index, stale_node, tap_device, tap_owner, tap_path, NoLeftoverNode,
+    Node, PARENT,
+};
 use netns_tests::{expect_success, Netns};
-use nix::sys::stat::{makedev, mknod, Mode, SFlag};
 use serde_json::json;
-
-/// An ifindex that fresh namespaces do not hand out, different per test and per run.
-fn rare_index(test: u32) -> u32 {
-    40_000 + (std::process::id() % 10_000) * 4 + test
-}
 
 /// Another pod's macvtap with index `index`, in a namespace of its own: it holds
 /// /dev/tap<index>.
@@ -39,18 +36,6 @@ fn foreign_macvtap(tag: &str, index: u32) -> Netns {
         ],
     );
     ns
-}
-
-/// Removes /dev/tap<index> at the end if it is a node for no live device: a test that fails
-/// half-way must not leave one made by hand behind.
-struct NoLeftoverNode(u32);
-
-impl Drop for NoLeftoverNode {
-    fn drop(&mut self) {
-        if tap_device(self.0).is_none() {
-            let _ = std::fs::remove_file(tap_path(self.0));
-        }
-    }
 }
 
 #[test]
@@ -118,26 +103,8 @@ fn add_replaces_a_dev_tap_node_left_for_a_device_that_is_gone() {
     let _cleanup = NoLeftoverNode(index);
     let node = Node::new("mvt-tapstale");
     let pod = node.pod("mvt-tapstale");
-    // Make sure the driver is loaded, so that its major is known.
-    let ns = node.host.netns();
-    ns.exec_ok(
-        "ip",
-        &["link", "add", "warm0", "link", PARENT, "type", "macvtap"],
-    );
-    ns.exec_ok("ip", &["link", "del", "warm0"]);
-    let stale = makedev(macvtap_major(), 65_000);
-    mknod(
-        &tap_path(index),
-        SFlag::S_IFCHR,
-        Mode::S_IRUSR | Mode::S_IWUSR,
-        stale,
-    )
-    .expect("mknod a stale node");
-    assert_eq!(
-        tap_device(index),
-        None,
-        "the stale node names a live device"
-    );
+    load_the_macvtap_driver(&node);
+    stale_node(index);
     node.device_plugin_macvtap("dp0Mvp7", &["index", &index.to_string()]);
 
     let conf = config("1.1.0", json!({"deviceID": "dp0Mvp7"}));
@@ -145,4 +112,53 @@ fn add_replaces_a_dev_tap_node_left_for_a_device_that_is_gone() {
     assert_eq!(tap_device(index), Some(format!("net1/macvtap/tap{index}")));
     expect_success(&node.call("DEL", &pod, &conf), "DEL");
     assert!(!tap_path(index).exists());
+}
+
+/// GC finds what no attachment holds any more: a node made by hand whose macvtap died with its
+/// namespace before DEL. A node of a live macvtap stays.
+#[test]
+fn gc_removes_dev_tap_nodes_whose_device_is_gone_and_keeps_live_ones() {
+    netns_tests::skip_unless_root!();
+    let (live, stale) = (rare_index(3), rare_index(4));
+    let _cleanup = (NoLeftoverNode(live), NoLeftoverNode(stale));
+    let node = Node::new("mvt-tapgc");
+    node.device_plugin_macvtap("dp0Mvp8", &["index", &live.to_string()]);
+    stale_node(stale);
+
+    let mut conf = config("1.1.0", json!({"deviceID": "dp0Mvp8"}));
+    conf["cni.dev/valid-attachments"] = json!([]);
+    expect_success(&node.call_runtime_wide("GC", &conf, "/usr/lib/cni"), "GC");
+    assert!(!tap_path(stale).exists(), "the stale node is left");
+    assert_eq!(tap_device(live), Some(format!("dp0Mvp8/macvtap/tap{live}")));
+}
+
+/// DEL of a pod whose namespace is already gone cannot find its macvtap, which died with the
+/// namespace; the node made for it by hand goes all the same.
+#[test]
+fn del_of_a_namespace_that_is_gone_removes_dev_tap_nodes_whose_device_is_gone() {
+    netns_tests::skip_unless_root!();
+    let stale = rare_index(5);
+    let _cleanup = NoLeftoverNode(stale);
+    let node = Node::new("mvt-tapdelgone");
+    let pod = node.pod("mvt-tapdelgone");
+    load_the_macvtap_driver(&node);
+    stale_node(stale);
+    let conf = config("1.1.0", json!({"master": PARENT}));
+    let path = pod.ns.path_str().to_string();
+    let container_id = pod.container_id.clone();
+    pod.ns.delete().expect("netns deleted");
+
+    let out = node.call_for("DEL", &container_id, &path, &conf, &[]);
+    expect_success(&out, "DEL after the netns was deleted");
+    assert!(!tap_path(stale).exists(), "the stale node is left");
+}
+
+/// The driver's major is in /proc/devices once a macvtap has existed.
+fn load_the_macvtap_driver(node: &Node) {
+    let ns = node.host.netns();
+    ns.exec_ok(
+        "ip",
+        &["link", "add", "warm0", "link", PARENT, "type", "macvtap"],
+    );
+    ns.exec_ok("ip", &["link", "del", "warm0"]);
 }

@@ -6,8 +6,8 @@ mod common;
 use std::net::IpAddr;
 
 use common::{
-    config, error_of, stdout_json, tap_device, tap_owner, tap_path, with_prev, FakeIpam, Node, Pod,
-    IFNAME, PARENT, PARENT_PEER,
+    config, error_of, rare_index, stdout_json, tap_device, tap_owner, tap_path, with_prev,
+    FakeIpam, NoLeftoverNode, Node, Pod, IFNAME, PARENT, PARENT_PEER,
 };
 use netns_tests::{expect_success, host_local_leases, Link, TempDir};
 use serde_json::{json, Value};
@@ -612,10 +612,17 @@ fn add_at_1_1_0_puts_the_ipam_address_on_the_macvtap() {
 
 /// What macvtap-cni's ADD leaves, done by hand: today's device plugin made `mvt<hash>` in the
 /// host; macvtap-cni moved it into the pod, renamed it to CNI_IFNAME, brought it up and gave
-/// /dev/tapN to qemu (107). No file anywhere.
-fn attach_the_macvtap_cni_way(node: &Node, pod: &Pod, device_id: &str) -> Link {
+/// /dev/tapN to qemu (107). No file anywhere. The macvtap gets a rare ifindex, as on a node
+/// where no other namespace holds /dev/tapN: devtmpfs then makes the node, and it does not
+/// replace one that an earlier test's namespace, deleted without DEL, left at a small index.
+fn attach_the_macvtap_cni_way(node: &Node, pod: &Pod, device_id: &str, index: u32) -> Link {
     let hashed = macvtap::macvtap::device_plugin_name(device_id);
-    let dp = node.device_plugin_macvtap(&hashed, &[]);
+    let dp = node.device_plugin_macvtap(&hashed, &["index", &index.to_string()]);
+    assert_eq!(
+        tap_device(index),
+        Some(format!("{hashed}/macvtap/tap{index}")),
+        "devtmpfs made /dev/tap{index} for the device plugin's macvtap"
+    );
     node.host
         .netns()
         .exec_ok("ip", &["link", "set", &hashed, "netns", pod.ns.name()]);
@@ -634,7 +641,9 @@ fn check_and_del_of_an_attachment_macvtap_cni_made_leave_nothing() {
     let node = Node::new("mvt-fromgo");
     let pod = node.pod("mvt-fromgo");
     let id = "dataplaneMvp3";
-    let link = attach_the_macvtap_cni_way(&node, &pod, id);
+    let index = rare_index(0);
+    let _cleanup = NoLeftoverNode(index);
+    let link = attach_the_macvtap_cni_way(&node, &pod, id, index);
     let mut conf = config("0.4.0", json!({"deviceID": id}));
     conf["prevResult"] = json!({
         "cniVersion": "0.4.0",

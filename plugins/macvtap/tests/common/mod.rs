@@ -8,7 +8,7 @@ use std::process::Output;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use netns_tests::{run_plugin_in, unique_name, HostSandbox, Link, Netns, TempDir};
-use nix::sys::stat::{major, minor};
+use nix::sys::stat::{major, makedev, minor, mknod, Mode, SFlag};
 use serde_json::{json, Value};
 
 pub const IFNAME: &str = "net1";
@@ -200,6 +200,42 @@ pub fn tap_device(index: u32) -> Option<String> {
     let text = link.to_string_lossy().into_owned();
     let parts: Vec<&str> = text.rsplit('/').take(3).collect();
     Some(format!("{}/{}/{}", parts[2], parts[1], parts[0]))
+}
+
+/// An ifindex that fresh namespaces do not hand out, different per test (0 to 7) and per run:
+/// its /dev/tap<index> is free of the nodes earlier tests leave at small indexes.
+pub fn rare_index(test: u32) -> u32 {
+    40_000 + (std::process::id() % 10_000) * 8 + test
+}
+
+/// Makes `/dev/tap<index>` a node of the macvtap driver for a device that does not exist, as
+/// one made by hand is once its macvtap is gone. The driver must be loaded.
+pub fn stale_node(index: u32) {
+    let rdev = makedev(macvtap_major(), 65_000);
+    mknod(
+        &tap_path(index),
+        SFlag::S_IFCHR,
+        Mode::S_IRUSR | Mode::S_IWUSR,
+        rdev,
+    )
+    .expect("mknod a stale node");
+    assert_eq!(
+        tap_device(index),
+        None,
+        "the stale node names a live device"
+    );
+}
+
+/// Removes /dev/tap<index> at the end if it is a node for no live device: a test that fails
+/// half-way must not leave one made by hand behind.
+pub struct NoLeftoverNode(pub u32);
+
+impl Drop for NoLeftoverNode {
+    fn drop(&mut self) {
+        if tap_device(self.0).is_none() {
+            let _ = std::fs::remove_file(tap_path(self.0));
+        }
+    }
 }
 
 /// Owner and group of `/dev/tap<index>`.
