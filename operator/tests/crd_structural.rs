@@ -10,8 +10,20 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use network_addons_operator::crd::crd;
 use serde_json::Value;
 
-/// Everything a node of the schema does that Kubernetes 1.20 refuses, or that this CRD has no
-/// use for and that older clients handle badly.
+/// Checks the schemas under a node's anyOf, oneOf, allOf and not.
+fn value_validations(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
+    for (name, list) in [
+        ("anyOf", s.any_of.as_deref()),
+        ("oneOf", s.one_of.as_deref()),
+        ("allOf", s.all_of.as_deref()),
+        ("not", s.not.as_deref().map(std::slice::from_ref)),
+    ] {
+        for (i, inner) in list.into_iter().flatten().enumerate() {
+            value_validation_only(inner, &format!("{path}.{name}[{i}]"), out);
+        }
+    }
+}
+
 /// Inside anyOf/oneOf/allOf/not a structural schema only validates values: no type,
 /// description, default, additionalProperties or nullable, at any depth (1.20's rules).
 fn value_validation_only(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
@@ -25,21 +37,14 @@ fn value_validation_only(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>)
             "{path}: type/description/default/additionalProperties/nullable inside a value validation"
         ));
     }
-    for (name, list) in [
-        ("anyOf", s.any_of.as_deref()),
-        ("oneOf", s.one_of.as_deref()),
-        ("allOf", s.all_of.as_deref()),
-        ("not", s.not.as_deref().map(std::slice::from_ref)),
-    ] {
-        for (i, inner) in list.into_iter().flatten().enumerate() {
-            value_validation_only(inner, &format!("{path}.{name}[{i}]"), out);
-        }
-    }
+    value_validations(s, path, out);
     for (k, child) in s.properties.iter().flatten() {
         value_validation_only(child, &format!("{path}.{k}"), out);
     }
 }
 
+/// Everything a node of the schema does that Kubernetes 1.20 refuses, or that this CRD has no
+/// use for and that older clients handle badly.
 fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
     let mut bad = |what: &str| out.push(format!("{path}: {what}"));
     let int_or_string = s.x_kubernetes_int_or_string == Some(true);
@@ -61,16 +66,7 @@ fn problems(s: &JSONSchemaProps, path: &str, out: &mut Vec<String>) {
     if s.ref_path.is_some() {
         bad("$ref (not allowed in a CRD)");
     }
-    for (name, list) in [
-        ("anyOf", s.any_of.as_deref()),
-        ("oneOf", s.one_of.as_deref()),
-        ("allOf", s.all_of.as_deref()),
-        ("not", s.not.as_deref().map(std::slice::from_ref)),
-    ] {
-        for (i, inner) in list.into_iter().flatten().enumerate() {
-            value_validation_only(inner, &format!("{path}.{name}[{i}]"), out);
-        }
-    }
+    value_validations(s, path, out);
     let mut bad = |what: &str| out.push(format!("{path}: {what}"));
     if s.definitions.is_some() || s.dependencies.is_some() || s.additional_items.is_some() {
         bad("definitions/dependencies/additionalItems (not allowed in a CRD)");

@@ -98,7 +98,7 @@ impl Plugin for Macvtap {
             ..CniResult::default()
         };
         match req.conf.ipam_type() {
-            None => {}
+            None => {} // opening it failed: teardown has the error
             Some(ipam_type) => {
                 let ipam_result = ipam::exec_add(ipam_type, req, &mut rollback)?;
                 result.ips = ipam_result
@@ -151,26 +151,28 @@ impl Plugin for Macvtap {
         let own = &req.conf.plugin;
         let ifname = req.cmd.ifname.as_str();
         let temp = temp_name(&req.cmd.container_id, ifname);
-        let ctr_ns = teardown.step(req.open_netns_if_exists());
-        if let Some(None) = ctr_ns {
+        match teardown.step(req.open_netns_if_exists()) {
             // The macvtap died with its namespace: a node made for it by hand is left over.
-            teardown.step(tap::remove_stale_nodes());
-        }
-        if let Some(Some(ctr_ns)) = ctr_ns {
-            if let Some(ctr) = teardown.step(Netlink::in_netns(&ctr_ns)) {
-                let device_id = req
-                    .conf
-                    .runtime_config
-                    .device_id
-                    .as_deref()
-                    .or(own.device_id.lenient().map(String::as_str));
-                // The names it has before the rename, should a crashed ADD have stopped there.
-                let mut names = vec![ifname.to_string(), temp.clone()];
-                names.extend(device_id.map(device_link_names).unwrap_or_default());
-                for name in &names {
-                    teardown.step(delete_macvtap(&ctr, name));
+            Some(None) => {
+                teardown.step(tap::remove_stale_nodes());
+            }
+            Some(Some(ctr_ns)) => {
+                if let Some(ctr) = teardown.step(Netlink::in_netns(&ctr_ns)) {
+                    let device_id = req
+                        .conf
+                        .runtime_config
+                        .device_id
+                        .as_deref()
+                        .or(own.device_id.lenient().map(String::as_str));
+                    // The names it has before the rename, should a crashed ADD have stopped there.
+                    let mut names = vec![ifname.to_string(), temp.clone()];
+                    names.extend(device_id.map(device_link_names).unwrap_or_default());
+                    for name in &names {
+                        teardown.step(delete_macvtap(&ctr, name));
+                    }
                 }
             }
+            None => {} // opening it failed: teardown has the error
         }
         if own.master.lenient().is_some() {
             // A crashed ADD may have stopped before moving it out of the host namespace.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{
     config, error_of, rare_index, stale_node, tap_device, tap_owner, tap_path, NoLeftoverNode,
-    Node, PARENT,
+    Node, IPAM_DIR, PARENT,
 };
 use netns_tests::{expect_success, Netns};
 use serde_json::json;
@@ -127,7 +127,7 @@ fn gc_removes_dev_tap_nodes_whose_device_is_gone_and_keeps_live_ones() {
 
     let mut conf = config("1.1.0", json!({"deviceID": "dp0Mvp8"}));
     conf["cni.dev/valid-attachments"] = json!([]);
-    expect_success(&node.call_runtime_wide("GC", &conf, "/usr/lib/cni"), "GC");
+    expect_success(&node.call_runtime_wide("GC", &conf, IPAM_DIR), "GC");
     assert!(!tap_path(stale).exists(), "the stale node is left");
     assert_eq!(tap_device(live), Some(format!("dp0Mvp8/macvtap/tap{live}")));
 }
