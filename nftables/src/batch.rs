@@ -3,6 +3,7 @@
 //! command it stands for.
 
 use crate::attr::AttrWriter;
+use crate::generation::Generation;
 use crate::model::{Chain, Element, Rule, Set, Table};
 use crate::sys::*;
 
@@ -19,6 +20,7 @@ struct Message {
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
     messages: Vec<Message>,
+    generation: Option<Generation>,
 }
 
 impl Batch {
@@ -32,6 +34,16 @@ impl Batch {
 
     pub fn len(&self) -> usize {
         self.messages.len()
+    }
+
+    /// Makes the transaction conditional: the kernel applies it only while the ruleset is still
+    /// at `generation`, and refuses it whole otherwise ([`crate::Error::GenerationChanged`]).
+    /// For changes planned from a listing, so that they never act on what is no longer there;
+    /// [`crate::Nftables::apply_planned`] reads the generation, lists and retries. A kernel that
+    /// predates the check applies the batch without it.
+    pub fn if_generation(&mut self, generation: Generation) -> &mut Self {
+        self.generation = Some(generation);
+        self
     }
 
     fn push(&mut self, kind: u16, flags: u16, table: &Table, attrs: AttrWriter, command: String) {
@@ -171,32 +183,52 @@ impl Batch {
             .map(|m| m.command.as_str())
     }
 
-    /// The whole batch as sent: BEGIN with `first_seq`, the messages after it, END; every
-    /// message asks for an acknowledgement, so the answer to each is known.
+    /// The whole batch as sent: BEGIN with `first_seq` (and the generation it is bound to),
+    /// the messages after it, END.
+    ///
+    /// The kernel answers every message it refuses, asked or not, and acknowledges the others
+    /// only when asked, all after the whole batch was processed and in order. So only the last
+    /// message asks: its acknowledgement comes last and ends the answer, and a batch of any
+    /// size that applies gets one reply, not one per message that the socket's receive buffer
+    /// would have to hold.
     pub(crate) fn encode(&self, first_seq: u32) -> Vec<u8> {
         let mut buf = Vec::new();
-        let batch_marker = |buf: &mut Vec<u8>, kind: u16, seq: u32| {
-            header(buf, kind, NLM_F_REQUEST, seq, 0, NFNL_SUBSYS_NFTABLES, &[]);
+        let mut begin = AttrWriter::new();
+        if let Some(generation) = self.generation {
+            begin.u32(NFNL_BATCH_GENID, generation.id());
+        }
+        let batch_marker = |buf: &mut Vec<u8>, kind: u16, seq: u32, attrs: &[u8]| {
+            header(
+                buf,
+                kind,
+                NLM_F_REQUEST,
+                seq,
+                0,
+                NFNL_SUBSYS_NFTABLES,
+                attrs,
+            );
         };
-        batch_marker(&mut buf, NFNL_MSG_BATCH_BEGIN, first_seq);
+        batch_marker(&mut buf, NFNL_MSG_BATCH_BEGIN, first_seq, begin.as_bytes());
+        let last = self.last_seq(first_seq);
         let mut seq = first_seq;
         for m in &self.messages {
             seq = seq.wrapping_add(1);
+            let ack = if seq == last { NLM_F_ACK } else { 0 };
             header(
                 &mut buf,
                 (NFNL_SUBSYS_NFTABLES << 8) | m.kind,
-                NLM_F_REQUEST | NLM_F_ACK | m.flags,
+                NLM_F_REQUEST | ack | m.flags,
                 seq,
                 m.family,
                 0,
                 &m.attrs,
             );
         }
-        batch_marker(&mut buf, NFNL_MSG_BATCH_END, seq.wrapping_add(1));
+        batch_marker(&mut buf, NFNL_MSG_BATCH_END, seq.wrapping_add(1), &[]);
         buf
     }
 
-    /// The sequence number of the last message, the one whose acknowledgement ends the reply.
+    /// The sequence number of the last message, the one whose acknowledgement ends the answer.
     pub(crate) fn last_seq(&self, first_seq: u32) -> u32 {
         first_seq.wrapping_add(self.messages.len() as u32)
     }
@@ -246,7 +278,8 @@ mod tests {
         assert_eq!(u16_at(&buf, 4), NFNL_MSG_BATCH_BEGIN);
         assert_eq!(u32_at(&buf, 8), 100);
         assert_eq!(&buf[18..20], &NFNL_SUBSYS_NFTABLES.to_be_bytes());
-        // NEWTABLE: subsystem in the high byte, create without exclusive, acked, family inet.
+        // NEWTABLE: subsystem in the high byte, create without exclusive, acked (it is the last
+        // message), family inet.
         let table = &buf[20..];
         assert_eq!(
             u16_at(table, 4),
@@ -272,6 +305,55 @@ mod tests {
         assert_eq!(
             u16_at(&buf, 20 + 6),
             NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_APPEND
+        );
+    }
+
+    /// The messages of an encoded batch, as (type, flags, seq).
+    fn headers(mut buf: &[u8]) -> Vec<(u16, u16, u32)> {
+        let mut all = Vec::new();
+        while !buf.is_empty() {
+            all.push((u16_at(buf, 4), u16_at(buf, 6), u32_at(buf, 8)));
+            buf = &buf[u32_at(buf, 0) as usize..];
+        }
+        all
+    }
+
+    #[test]
+    fn only_the_last_message_asks_for_an_acknowledgement() {
+        let table = Table::new(Family::Inet, "t");
+        let mut batch = Batch::new();
+        batch
+            .add_table(&table)
+            .add_chain(&Chain::new(&table, "a"))
+            .add_chain(&Chain::new(&table, "b"));
+        let acked: Vec<u32> = headers(&batch.encode(10))
+            .into_iter()
+            .filter(|(_, flags, _)| flags & NLM_F_ACK != 0)
+            .map(|(_, _, seq)| seq)
+            .collect();
+        assert_eq!(acked, [batch.last_seq(10)]);
+        assert_eq!(batch.last_seq(10), 13);
+    }
+
+    #[test]
+    fn a_batch_bound_to_a_generation_carries_it_in_its_begin_message() {
+        let mut batch = Batch::new();
+        batch.add_table(&Table::new(Family::Inet, "t"));
+        assert_eq!(
+            u32_at(&batch.encode(0), 0),
+            20,
+            "no generation, no attribute"
+        );
+        batch.if_generation(Generation::new(0x0102_0304));
+        let buf = batch.encode(0);
+        // BEGIN: 20 bytes of headers, then NFNL_BATCH_GENID, big-endian.
+        assert_eq!(u32_at(&buf, 0), 28);
+        assert_eq!(u16_at(&buf, 20), 8);
+        assert_eq!(u16_at(&buf, 22), NFNL_BATCH_GENID);
+        assert_eq!(&buf[24..28], &[1, 2, 3, 4]);
+        assert_eq!(
+            u16_at(&buf, 28 + 4),
+            (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE
         );
     }
 

@@ -29,6 +29,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// ERESTART: a transaction bound to a generation of the ruleset
+    /// ([`crate::Batch::if_generation`]) was refused whole, because another one changed the
+    /// ruleset since that generation.
+    #[error("{operation}: the ruleset changed since it was read: {source}")]
+    GenerationChanged {
+        operation: String,
+        #[source]
+        source: io::Error,
+    },
     /// Any other errno from the kernel.
     #[error("{operation}: {source}")]
     Kernel {
@@ -64,6 +73,7 @@ impl Error {
         match errno {
             libc::ENOENT => Error::NotFound { operation, source },
             libc::EEXIST | libc::EBUSY => Error::Exists { operation, source },
+            libc::ERESTART => Error::GenerationChanged { operation, source },
             _ => Error::Kernel { operation, source },
         }
     }
@@ -88,6 +98,7 @@ impl Error {
         match self.root() {
             Error::NotFound { source, .. }
             | Error::Exists { source, .. }
+            | Error::GenerationChanged { source, .. }
             | Error::Kernel { source, .. }
             | Error::Io { source, .. } => source.raw_os_error(),
             _ => None,
@@ -100,6 +111,12 @@ impl Error {
 
     pub fn is_exists(&self) -> bool {
         matches!(self.root(), Error::Exists { .. })
+    }
+
+    /// Whether the ruleset changed since the generation a transaction was bound to: listing
+    /// again and planning anew may succeed.
+    pub fn is_generation_changed(&self) -> bool {
+        matches!(self.root(), Error::GenerationChanged { .. })
     }
 }
 
@@ -122,6 +139,17 @@ mod tests {
         assert!(Error::from_errno("add element", libc::EEXIST).is_exists());
         assert!(Error::from_errno("add element", libc::EBUSY).is_exists());
         assert!(!Error::from_errno("add element", libc::EPERM).is_exists());
+    }
+
+    #[test]
+    fn erestart_is_a_changed_generation() {
+        let e = Error::from_errno("nftables transaction", libc::ERESTART);
+        assert!(e.is_generation_changed());
+        assert!(!e.is_not_found());
+        assert_eq!(e.errno(), Some(libc::ERESTART));
+        assert!(e
+            .to_string()
+            .starts_with("nftables transaction: the ruleset changed since it was read"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! counterpart of `nft -f`) and read back ([`Nftables::list_chains`], `list_rules`,
 //! `list_elements`). [`matches`] builds the expressions nft compiles its match syntax into, so
 //! that what is made here is what `nft add rule` would make from the same text, and `nft list
-//! ruleset` shows it as such.
+//! ruleset` shows it as such. A change planned from a listing (delete what is no longer
+//! wanted) is bound to the ruleset's [`Generation`] it listed, so that it never acts on a
+//! ruleset that changed in between ([`Nftables::apply_planned`]).
 //!
 //! Why not the `rustables` crate: it generates its kernel bindings with bindgen at build time,
 //! which needs libclang and the kernel headers on every build machine, and it is far larger
@@ -17,14 +19,17 @@ mod attr;
 mod batch;
 mod error;
 pub mod expr;
+mod generation;
 pub mod matches;
 mod model;
 mod socket;
+mod sockopt;
 mod sys;
 
 pub use batch::Batch;
 pub use error::{Error, Result};
 pub use expr::{CmpOp, Expr, MetaKey, PayloadBase};
+pub use generation::Generation;
 pub use model::{
     ifname_from_key, ifname_key, BaseChain, Chain, ChainType, Element, Family, Hook, KeyType, Rule,
     Set, Table, Verdict,

@@ -1,7 +1,6 @@
 //! The conversation with the kernel: one NETLINK_NETFILTER socket in the namespace it was
 //! opened in, batches sent and acknowledged, dumps read to their end.
 
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use netlink_sys::{protocols::NETLINK_NETFILTER, Socket};
@@ -9,6 +8,7 @@ use netlink_sys::{protocols::NETLINK_NETFILTER, Socket};
 use crate::attr;
 use crate::batch::{header, Batch};
 use crate::model::{Chain, Element, Family, Rule, Set, Table};
+use crate::sockopt::{grow_recv_buffer, recv_buffer, set_recv_timeout};
 use crate::sys::*;
 use crate::{Error, Result};
 
@@ -19,6 +19,11 @@ const RECV_BUF: usize = 128 * 1024;
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a dump is restarted when the ruleset changed while it was read.
 const DUMP_ATTEMPTS: usize = 5;
+/// What one answer to a batch takes of the socket's receive buffer, with room to spare (as nft
+/// counts it): a few dozen bytes of message, but the kernel's allocation for it is what counts.
+const ANSWER_ROOM: usize = 1024;
+/// What the kernel's errors against a batch as a whole are reported as.
+const TRANSACTION: &str = "nftables transaction";
 
 /// One reply message: its type, flags, sequence number and payload after the nlmsghdr.
 struct Reply {
@@ -33,6 +38,8 @@ pub struct Nftables {
     socket: Socket,
     seq: u32,
     buf: Vec<u8>,
+    /// The socket's receive buffer, as last set.
+    recv_room: usize,
 }
 
 impl Nftables {
@@ -54,6 +61,7 @@ impl Nftables {
             .map(|d| d.subsec_nanos())
             .unwrap_or(1);
         Ok(Nftables {
+            recv_room: recv_buffer(&socket),
             socket,
             seq,
             buf: Vec::with_capacity(RECV_BUF),
@@ -73,47 +81,126 @@ impl Nftables {
         Ok(())
     }
 
-    /// The messages of one datagram.
-    fn recv(&mut self, what: &str) -> Result<Vec<Reply>> {
+    /// The messages of one datagram; `flags` as for recv(2).
+    fn recv(&mut self, what: &str, flags: libc::c_int) -> Result<Vec<Reply>> {
         self.buf.clear();
         self.socket
-            .recv(&mut self.buf, 0)
+            .recv(&mut self.buf, flags)
             .map_err(|e| Error::io(format!("waiting for the answer to {what}"), e))?;
         parse_replies(&self.buf)
     }
 
+    /// Drops the answers already queued. The kernel answers a request before the send returns,
+    /// so nothing of it comes later.
+    fn discard_queued(&mut self) {
+        while self.recv("", libc::MSG_DONTWAIT).is_ok() {}
+    }
+
+    /// Makes room in the socket's receive buffer for `answers` answers.
+    fn make_room(&mut self, answers: usize) {
+        let needed = answers.saturating_mul(ANSWER_ROOM);
+        if needed > self.recv_room {
+            grow_recv_buffer(&self.socket, needed);
+            self.recv_room = recv_buffer(&self.socket);
+        }
+    }
+
     /// Applies `batch` as one transaction: everything in it takes effect, or nothing does and
-    /// the error is the first message's the kernel refused.
+    /// the error is the first message's the kernel refused, or the batch's as a whole (without
+    /// CAP_NET_ADMIN, say, or bound to a generation that is gone).
     pub fn apply(&mut self, batch: &Batch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
         let first = self.next_seqs(batch.len() as u32 + 2);
         let last = batch.last_seq(first);
+        // The kernel answers every message it refuses: room for them all, and for a refusal of
+        // the batch as a whole.
+        self.make_room(batch.len() + 1);
         self.send(&batch.encode(first), "an nftables transaction")?;
         let mut failure = None;
+        // Answers dropped for want of room (ENOBUFS): only refusals come in numbers, so the
+        // batch was refused; the first refusal is still queued.
+        let mut overrun = None;
         loop {
-            let replies = match self.recv("an nftables transaction") {
+            let flags = if overrun.is_some() {
+                // The last acknowledgement may be among the answers dropped: read only what is
+                // queued.
+                libc::MSG_DONTWAIT
+            } else {
+                0
+            };
+            let replies = match self.recv("an nftables transaction", flags) {
                 Ok(replies) => replies,
-                // A refused batch may end without acknowledging its last message: the refusal
-                // is the answer.
-                Err(e) => return Err(failure.unwrap_or(e)),
+                Err(e) if e.errno() == Some(libc::ENOBUFS) && overrun.is_none() => {
+                    overrun = Some(Error::wrap(
+                        "the kernel refused an nftables transaction, and its answers overflowed \
+                         the socket's receive buffer",
+                        e,
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(failure.or(overrun).unwrap_or(e)),
             };
             for reply in replies {
-                // Answers to earlier requests of a reused socket are not this batch's.
-                let ours = reply.seq.wrapping_sub(first).wrapping_sub(1) < batch.len() as u32;
-                if reply.kind != NLMSG_ERROR || !ours {
+                if reply.kind != NLMSG_ERROR {
                     continue;
                 }
                 let errno = error_code(&reply.payload)?;
+                if reply.seq == first {
+                    // Refused before any message was looked at (no CAP_NET_ADMIN, a stale
+                    // generation, no memory), or its commit failed: nothing more to wait for.
+                    if errno != 0 {
+                        self.discard_queued();
+                        return Err(Error::from_errno(TRANSACTION, errno));
+                    }
+                    continue;
+                }
+                // Answers to earlier requests of a reused socket are not this batch's.
+                let Some(command) = batch.command(first, reply.seq) else {
+                    continue;
+                };
                 if errno != 0 && failure.is_none() {
-                    let command = batch
-                        .command(first, reply.seq)
-                        .unwrap_or("nftables transaction");
                     failure = Some(Error::from_errno(command, errno));
                 }
                 if reply.seq == last {
-                    return failure.map_or(Ok(()), Err);
+                    return failure.or(overrun).map_or(Ok(()), Err);
+                }
+            }
+        }
+    }
+
+    /// Sends the request `kind` (not a dump) and returns the body of the kernel's answer, of
+    /// type `answer`, after its nfgenmsg.
+    pub(crate) fn query(&mut self, kind: u16, answer: u16, what: &str) -> Result<Vec<u8>> {
+        let seq = self.next_seqs(1);
+        let mut request = Vec::new();
+        header(
+            &mut request,
+            (NFNL_SUBSYS_NFTABLES << 8) | kind,
+            NLM_F_REQUEST,
+            seq,
+            libc::AF_UNSPEC as u8,
+            0,
+            &[],
+        );
+        self.send(&request, what)?;
+        loop {
+            for reply in self.recv(what, 0)? {
+                if reply.seq != seq {
+                    continue;
+                }
+                if reply.kind == NLMSG_ERROR {
+                    let errno = error_code(&reply.payload)?;
+                    if errno != 0 {
+                        return Err(Error::from_errno(what, errno));
+                    }
+                } else if reply.kind == (NFNL_SUBSYS_NFTABLES << 8) | answer {
+                    return reply
+                        .payload
+                        .get(NFGENMSG_LEN..)
+                        .map(<[u8]>::to_vec)
+                        .ok_or_else(|| Error::Decode("a message without nfgenmsg".into()));
                 }
             }
         }
@@ -139,7 +226,7 @@ impl Nftables {
             let mut objects = Vec::new();
             let mut interrupted = false;
             loop {
-                for reply in self.recv(what)? {
+                for reply in self.recv(what, 0)? {
                     if reply.seq != seq {
                         continue;
                     }
@@ -245,31 +332,6 @@ fn dump_name(kind: u16, family: Family) -> String {
         _ => "objects",
     };
     format!("listing the {family} {what}")
-}
-
-fn set_recv_timeout(socket: &Socket, timeout: Duration) -> Result<()> {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: 0,
-    };
-    // SAFETY: the fd is the socket's, open for its lifetime; tv lives across the call and its
-    // size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            "setting the netlink socket's receive timeout",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
 }
 
 /// The positive errno of an NLMSG_ERROR payload; 0 for an acknowledgement.

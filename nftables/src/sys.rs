@@ -21,6 +21,7 @@ pub const NFNL_MSG_BATCH_BEGIN: u16 = 0x10;
 pub const NFNL_MSG_BATCH_END: u16 = 0x11;
 pub const NFNETLINK_V0: u8 = 0;
 pub const NFGENMSG_LEN: usize = 4;
+pub const NFNL_BATCH_GENID: u16 = 1;
 
 // nf_tables message types
 pub const NFT_MSG_NEWTABLE: u16 = 0;
@@ -36,6 +37,10 @@ pub const NFT_MSG_NEWSET: u16 = 9;
 pub const NFT_MSG_NEWSETELEM: u16 = 12;
 pub const NFT_MSG_GETSETELEM: u16 = 13;
 pub const NFT_MSG_DELSETELEM: u16 = 14;
+pub const NFT_MSG_NEWGEN: u16 = 15;
+pub const NFT_MSG_GETGEN: u16 = 16;
+
+pub const NFTA_GEN_ID: u16 = 1;
 
 pub const NFTA_TABLE_NAME: u16 = 1;
 

@@ -318,3 +318,174 @@ fn deleting_elements_rules_and_chains_leaves_the_rest() {
     nf.apply(&batch).expect("table deleted");
     assert_eq!(nft(&["list", "ruleset"], None).trim(), "");
 }
+
+/// `count` rules, each its own message, appended to a new chain `c` of a new table.
+fn many_rules(table: &Table, count: usize) -> Batch {
+    let chain = Chain::new(table, "c");
+    let mut batch = Batch::new();
+    batch.add_table(table).add_chain(&chain);
+    for i in 0..count {
+        batch.add_rule(
+            &Rule::new(&chain, vec![Expr::Verdict(Verdict::Return)]).with_comment(format!("r{i}")),
+        );
+    }
+    batch
+}
+
+#[test]
+fn a_batch_of_a_thousand_messages_applies_and_says_so() {
+    netns_tests::skip_unless_root!();
+    let mut nf = fresh_netns();
+    let table = Table::new(Family::Inet, "t");
+    // Far more messages than answers fit in a socket's default receive buffer.
+    let batch = many_rules(&table, 1000);
+    let started = std::time::Instant::now();
+    nf.apply(&batch).expect("applied");
+    eprintln!(
+        "a batch of {} messages applied in {:?}",
+        batch.len(),
+        started.elapsed()
+    );
+    let rules = nf.list_rules(&table, Some("c")).expect("rules");
+    assert_eq!(rules.len(), 1000);
+    assert_eq!(rules[999].comment.as_deref(), Some("r999"));
+}
+
+#[test]
+fn a_batch_refused_on_hundreds_of_messages_names_the_first_one() {
+    netns_tests::skip_unless_root!();
+    let mut nf = fresh_netns();
+    let table = Table::new(Family::Inet, "t");
+    let mut batch = Batch::new();
+    batch.add_table(&table);
+    for i in 0..600 {
+        batch.delete_chain(&Chain::new(&table, format!("absent{i}")));
+    }
+    let err = nf.apply(&batch).expect_err("none of the chains exists");
+    assert!(err.is_not_found(), "{err}");
+    assert!(
+        err.to_string().contains("delete chain inet t absent0:"),
+        "{err}"
+    );
+    assert!(nf.list_tables(Family::Inet).expect("tables").is_empty());
+}
+
+/// linux/capability.h
+const CAP_NET_ADMIN: u32 = 12;
+
+/// Removes `cap` from the calling thread's effective capabilities (the others' stay).
+fn drop_effective_capability(cap: u32) {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // _LINUX_CAPABILITY_VERSION_3: two words of each set.
+    let mut header = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: header and data are the layouts capget(2) and capset(2) take, alive across
+    // the calls.
+    unsafe {
+        assert_eq!(
+            libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()),
+            0
+        );
+        data[(cap / 32) as usize].effective &= !(1 << (cap % 32));
+        assert_eq!(
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()),
+            0
+        );
+    }
+}
+
+#[test]
+fn without_cap_net_admin_a_transaction_fails_at_once_with_eperm() {
+    netns_tests::skip_unless_root!();
+    // Capabilities belong to a thread: only this one loses CAP_NET_ADMIN.
+    std::thread::spawn(|| {
+        let mut nf = fresh_netns();
+        drop_effective_capability(CAP_NET_ADMIN);
+        let mut batch = Batch::new();
+        batch.add_table(&Table::new(Family::Inet, "t"));
+        let started = std::time::Instant::now();
+        let err = nf.apply(&batch).expect_err("the kernel refuses");
+        let took = started.elapsed();
+        eprintln!("refused without CAP_NET_ADMIN in {took:?}: {err}");
+        assert_eq!(err.errno(), Some(libc::EPERM), "{err}");
+        assert!(err.to_string().contains("nftables transaction"), "{err}");
+        assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    })
+    .join()
+    .expect("the unprivileged thread");
+}
+
+#[test]
+fn a_batch_bound_to_a_stale_generation_is_refused_whole() {
+    netns_tests::skip_unless_root!();
+    let mut nf = fresh_netns();
+    let listed = nf.generation().expect("generation");
+    // Another transaction commits after the listing.
+    let mut other = Batch::new();
+    other.add_table(&Table::new(Family::Inet, "other"));
+    nf.apply(&other).expect("applied");
+    assert_ne!(nf.generation().expect("generation"), listed);
+
+    let table = Table::new(Family::Inet, "planned");
+    let mut planned = Batch::new();
+    planned.add_table(&table).if_generation(listed);
+    let err = nf.apply(&planned).expect_err("the ruleset changed since");
+    assert!(err.is_generation_changed(), "{err}");
+    assert_eq!(err.errno(), Some(libc::ERESTART));
+    assert!(
+        err.to_string().starts_with("nftables transaction: "),
+        "{err}"
+    );
+    assert_eq!(
+        nf.list_tables(Family::Inet).expect("tables"),
+        [Table::new(Family::Inet, "other")]
+    );
+
+    planned.if_generation(nf.generation().expect("generation"));
+    nf.apply(&planned)
+        .expect("applied at the current generation");
+    assert_eq!(nf.list_tables(Family::Inet).expect("tables").len(), 2);
+}
+
+#[test]
+fn a_planned_change_is_planned_again_when_the_ruleset_changed_meanwhile() {
+    netns_tests::skip_unless_root!();
+    let mut nf = fresh_netns();
+    let table = Table::new(Family::Inet, "t");
+    let mut batch = Batch::new();
+    batch.add_table(&table).add_chain(&Chain::new(&table, "a"));
+    nf.apply(&batch).expect("applied");
+    let mut plans = 0;
+    nf.apply_planned(|nf| {
+        plans += 1;
+        let chains = nf.list_chains(&table)?;
+        if plans == 1 {
+            // Something else adds a chain between the listing and the deletion.
+            let mut other = Batch::new();
+            other.add_chain(&Chain::new(&table, "b"));
+            nf.apply(&other)?;
+        }
+        let mut delete = Batch::new();
+        for chain in &chains {
+            delete.delete_chain(chain);
+        }
+        Ok((delete, ()))
+    })
+    .expect("applied on the second plan");
+    assert_eq!(plans, 2);
+    assert!(nf.list_chains(&table).expect("chains").is_empty());
+}

@@ -182,8 +182,16 @@ fn key_of(ip: &IpAddr) -> Vec<u8> {
     }
 }
 
-/// Deletes the elements for `addrs`, and the chains they led to when nothing else leads there.
+/// Deletes the elements for `addrs`, and the chains they led to when nothing else leads there,
+/// as listed: applied only if nothing changed the ruleset since, else listed again.
 fn remove_stale_elements(nf: &mut Nftables, addrs: &[IpNetwork]) -> nftables_netlink::Result<()> {
+    nf.apply_planned(|nf| Ok((stale_elements_removal(nf, addrs)?, ())))
+}
+
+fn stale_elements_removal(
+    nf: &mut Nftables,
+    addrs: &[IpNetwork],
+) -> nftables_netlink::Result<Batch> {
     let all = TABLE.elements(nf)?;
     let keys: Vec<Vec<u8>> = addrs.iter().map(|a| key_of(&a.ip())).collect();
     let mut batch = Batch::new();
@@ -203,7 +211,7 @@ fn remove_stale_elements(nf: &mut Nftables, addrs: &[IpNetwork]) -> nftables_net
             batch.flush_chain(&chain).delete_chain(&chain);
         }
     }
-    nf.apply(&batch)
+    Ok(batch)
 }
 
 /// Removes masquerading for this attachment, and the iptables chain left for the reference

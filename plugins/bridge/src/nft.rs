@@ -149,7 +149,9 @@ impl AttachmentTable {
 
     /// Deletes, in one transaction, the chains of every attachment that `keep` refuses and the
     /// map elements leading to them; returns those attachments. Nothing to do when the table
-    /// does not exist.
+    /// does not exist. The deletion is planned from a listing, and applied only if nothing
+    /// changed the ruleset since (an ADD or DEL running meanwhile): otherwise it is listed and
+    /// planned again.
     pub fn remove_unless(
         &self,
         keep: impl Fn(&AttachmentKey) -> bool,
@@ -157,15 +159,14 @@ impl AttachmentTable {
         let Some(mut nf) = nft_open_existing()? else {
             return Ok(Vec::new());
         };
-        let (batch, removed) = self.removal(&mut nf, keep).map_err(nft_error)?;
-        nf.apply(&batch).map_err(nft_error)?;
-        Ok(removed)
+        nf.apply_planned(|nf| self.removal(nf, &keep))
+            .map_err(nft_error)
     }
 
     fn removal(
         &self,
         nf: &mut Nftables,
-        keep: impl Fn(&AttachmentKey) -> bool,
+        keep: &impl Fn(&AttachmentKey) -> bool,
     ) -> nftables_netlink::Result<(Batch, Vec<AttachmentKey>)> {
         let mut batch = Batch::new();
         let mut removed = Vec::new();
