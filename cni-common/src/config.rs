@@ -96,9 +96,15 @@ pub struct Attachment {
 
 impl<T: DeserializeOwned> NetConf<T> {
     /// Decodes stdin; a type mismatch is a decoding error (code 6) that names the problem.
+    /// The IPAM plugin's name is checked here, before any verb touches the node: it is exec'd
+    /// as root, so it may only name a file on CNI_PATH.
     pub fn parse(stdin: &[u8]) -> Result<NetConf<T>> {
-        serde_json::from_slice(stdin)
-            .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))
+        let conf: NetConf<T> = serde_json::from_slice(stdin)
+            .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))?;
+        if let Some(name) = conf.ipam_type() {
+            crate::ipam::check_plugin_name(name)?;
+        }
+        Ok(conf)
     }
 }
 

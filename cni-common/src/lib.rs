@@ -1,7 +1,8 @@
 //! The CNI specification library every plugin binary shares.
 //!
 //! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`], [`vlan`].
-//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`]. Logs: [`log`].
+//! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`];
+//! what configs may name on the node: [`node_policy`]. Logs: [`log`].
 //! Undo and teardown: [`rollback`] (ADD), [`teardown`] (DEL, GC).
 
 pub mod args;
@@ -14,6 +15,7 @@ pub mod mac;
 pub mod naming;
 pub mod netlink;
 pub mod netns;
+pub mod node_policy;
 pub mod result;
 pub mod rollback;
 pub mod skel;

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -151,6 +152,45 @@ impl StateDir {
         Ok(names)
     }
 
+    /// Names of the per-attachment files (`<containerID>_<ifname>.json`, and those set aside as
+    /// unreadable), sorted: the only names a GC may consider, whatever else the directory holds.
+    pub fn list_attachments(&self) -> Result<Vec<String>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|name| is_attachment_file_name(name))
+            .collect())
+    }
+
+    /// Removes the temp files of writes that never finished (a crash between write and rename)
+    /// older than `age`: only names [`StateDir::write`] makes. Returns how many went.
+    pub fn sweep_temp_files(&self, age: Duration) -> Result<usize> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::wrap(format!("listing {}", self.dir.display()), e)),
+        };
+        let mut swept = 0;
+        for entry in entries.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let stale = entry
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|elapsed| elapsed >= age);
+            if is_temp_file_name(&name) && stale {
+                fs::remove_file(entry.path())
+                    .map_err(|e| Error::wrap(format!("removing {}", entry.path().display()), e))?;
+                swept += 1;
+            }
+        }
+        Ok(swept)
+    }
+
     fn file(&self, name: &str) -> Result<PathBuf> {
         if !valid_name(name) {
             // Names are built from CNI_CONTAINERID and CNI_IFNAME.
@@ -160,6 +200,31 @@ impl StateDir {
         }
         Ok(self.dir.join(name))
     }
+}
+
+/// `<containerID>_<ifname>.json`, or that name set aside as unreadable.
+pub fn is_attachment_file_name(name: &str) -> bool {
+    let name = name.strip_suffix(UNREADABLE).unwrap_or(name);
+    valid_name(name)
+        && name.strip_suffix(".json").is_some_and(|stem| {
+            stem.split_once('_')
+                .is_some_and(|(id, ifname)| !id.is_empty() && !ifname.is_empty())
+        })
+}
+
+/// `.<name>.tmp.<pid>.<n>`, as [`StateDir::write`] names its temp files.
+fn is_temp_file_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(4, '.');
+    let (Some(n), Some(pid), Some("tmp"), Some(target)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    number(n) && number(pid) && is_attachment_file_name(target)
 }
 
 fn valid_name(name: &str) -> bool {
@@ -315,6 +380,52 @@ mod tests {
                 }
             });
         });
+    }
+
+    #[test]
+    fn only_attachment_files_are_listed_as_attachments() {
+        let tmp = TempDir::new("attachments");
+        let dir = StateDir::new(&tmp.path);
+        dir.write("c1_net1.json", &1).expect("write");
+        fs::write(tmp.path.join("c2_net1.json.unreadable"), b"x").expect("aside");
+        for other in [
+            "passwd",
+            "bridge",
+            "10-net.conflist",
+            "c3.json",
+            "_net1.json",
+            "c4_.json",
+        ] {
+            fs::write(tmp.path.join(other), b"x").expect("other file");
+        }
+        assert_eq!(
+            dir.list_attachments().expect("list"),
+            vec!["c1_net1.json", "c2_net1.json.unreadable"]
+        );
+    }
+
+    #[test]
+    fn old_temp_files_of_unfinished_writes_are_swept_and_nothing_else() {
+        let tmp = TempDir::new("sweep");
+        let dir = StateDir::new(&tmp.path);
+        dir.write("c1_net1.json", &1).expect("write");
+        let temp = tmp.path.join(".c2_net1.json.tmp.4242.7");
+        let lookalike = tmp.path.join(".profile.tmp.1.1");
+        fs::write(&temp, b"1").expect("temp");
+        fs::write(&lookalike, b"1").expect("lookalike");
+        assert_eq!(
+            dir.sweep_temp_files(Duration::from_secs(3600))
+                .expect("sweep"),
+            0
+        );
+        assert!(
+            temp.exists(),
+            "a recent temp file may be a write in progress"
+        );
+        assert_eq!(dir.sweep_temp_files(Duration::ZERO).expect("sweep"), 1);
+        assert!(!temp.exists());
+        assert!(lookalike.exists(), "not a name this module makes");
+        assert!(tmp.path.join("c1_net1.json").exists());
     }
 
     #[test]

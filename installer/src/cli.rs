@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, Parser, Subcommand};
+use cni_common::node_policy::{self, PolicyFile};
 
 use crate::error::{Error, Result};
 use crate::install;
@@ -93,6 +94,20 @@ struct InstallArgs {
     /// Replace files this tool did not install, keeping them as .<name>.orig
     #[arg(long)]
     replace_foreign: bool,
+    /// Allow network configs state directories below DIR too (besides /run/cni and
+    /// /var/lib/cni); repeatable. Any --allow-* option writes the plugins' node-policy.json
+    #[arg(long, value_name = "DIR", value_parser = absolute_path)]
+    allow_state_dir: Vec<PathBuf>,
+    /// Allow network configs this OVSDB endpoint too (unix:PATH or tcp:IP:PORT); repeatable
+    #[arg(long, value_name = "ENDPOINT", value_parser = non_empty)]
+    allow_ovsdb: Vec<String>,
+    /// Allow network configs any unix socket below DIR as their OVSDB endpoint; repeatable
+    #[arg(long, value_name = "DIR", value_parser = absolute_path)]
+    allow_ovsdb_socket_dir: Vec<PathBuf>,
+    /// Allow network configs configuration files in DIR too (besides ovs-cni's two);
+    /// repeatable
+    #[arg(long, value_name = "DIR", value_parser = absolute_path)]
+    allow_config_dir: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -156,12 +171,26 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
 }
 
 fn install_options(a: InstallArgs) -> install::Options {
+    let policy = PolicyFile {
+        state_dirs: a.allow_state_dir,
+        ovsdb_endpoints: a.allow_ovsdb,
+        ovsdb_socket_dirs: a.allow_ovsdb_socket_dir,
+        config_dirs: a.allow_config_dir,
+    };
     install::Options {
         from: a.from,
         to: a.to,
         plugins: a.plugins.map(|p| p.0),
         replace_foreign: a.replace_foreign,
+        node_policy: (policy != PolicyFile::default()).then_some(policy),
     }
+}
+
+/// An absolute path without `.` or `..` components, as the plugins accept in the policy.
+fn absolute_path(s: &str) -> std::result::Result<PathBuf, String> {
+    node_policy::check_plain_path("the directory", s)
+        .map(|()| PathBuf::from(s))
+        .map_err(|e| e.msg())
 }
 
 /// The names in a `--plugins` list, for the commands that look at what is installed.
@@ -357,6 +386,7 @@ mod tests {
                 to: "/host/opt/cni/bin".into(),
                 plugins: sources(&["bridge", "tuning"]),
                 replace_foreign: true,
+                node_policy: None,
             })
         );
         assert_eq!(
@@ -386,6 +416,7 @@ mod tests {
                     to: "/host/opt/cni/bin".into(),
                     plugins: sources(&["ovs"]),
                     replace_foreign: false,
+                    node_policy: None,
                 },
                 mark: Some(MarkOptions {
                     mark: Mark::Ovs,
@@ -588,6 +619,33 @@ mod tests {
         assert_eq!(parse_duration("1h").ok(), Some(Duration::from_secs(3600)));
         for bad in ["", "s", "1.5s", "-1s", "10d", "0", "0ms"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn allow_options_become_the_node_policy() {
+        let line = "install --allow-state-dir /data/cni --allow-state-dir /srv/cni \
+                    --allow-ovsdb tcp:127.0.0.1:6640 --allow-ovsdb-socket-dir /var/run/ovs2 \
+                    --allow-config-dir /etc/ovs";
+        let Command::Install(opts) = parse(&args(line), None).expect("install") else {
+            panic!("not an install");
+        };
+        assert_eq!(
+            opts.node_policy,
+            Some(PolicyFile {
+                state_dirs: vec!["/data/cni".into(), "/srv/cni".into()],
+                ovsdb_endpoints: vec!["tcp:127.0.0.1:6640".into()],
+                ovsdb_socket_dirs: vec!["/var/run/ovs2".into()],
+                config_dirs: vec!["/etc/ovs".into()],
+            })
+        );
+    }
+
+    #[test]
+    fn an_allowed_directory_must_be_absolute_and_plain() {
+        for dir in ["relative", "/a/../etc", "/a/./b"] {
+            let line = format!("install --allow-state-dir {dir}");
+            assert!(parse(&args(&line), None).is_err(), "{dir}");
         }
     }
 }

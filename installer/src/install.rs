@@ -14,6 +14,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use cni_common::node_policy::{PolicyFile, POLICY_FILE_NAME};
 use tracing::{info, info_span};
 
 use crate::atomic::{self, Temp};
@@ -32,6 +33,9 @@ pub struct Options {
     /// None: every file in `from`, each under its own name.
     pub plugins: Option<Vec<Plugin>>,
     pub replace_foreign: bool,
+    /// What the node allows network configs to name beyond the defaults, written beside the
+    /// plugins as their `node-policy.json`; None leaves any file there as it is.
+    pub node_policy: Option<PolicyFile>,
 }
 
 /// One binary to install: the name it gets in the destination directory, and the file in the
@@ -293,7 +297,8 @@ fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
             for entry in fs::read_dir(&opts.from).map_err(listing)? {
                 let entry = entry.map_err(listing)?;
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if !name.starts_with('.') && entry.path().is_file() {
+                // The policy file beside a build's plugins is no plugin.
+                if !name.starts_with('.') && name != POLICY_FILE_NAME && entry.path().is_file() {
                     names.push(name);
                 }
             }
@@ -383,7 +388,22 @@ fn install_plugins(opts: &Options) -> Result<Report> {
         record.save(to)?;
         report.record_written = true;
     }
-    applied.map(|()| report)
+    applied?;
+    if let Some(policy) = &opts.node_policy {
+        write_node_policy(to, policy)?;
+    }
+    Ok(report)
+}
+
+/// `node-policy.json`, which the plugins read beside themselves: written whole or not at all,
+/// readable by all (it holds no secret), writable by root only.
+fn write_node_policy(to: &Path, policy: &PolicyFile) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(policy)
+        .map_err(|e| Error::msg(format!("encoding the node policy: {e}")))?;
+    bytes.push(b'\n');
+    atomic::write_atomically(to, POLICY_FILE_NAME, &bytes, 0o644)?;
+    info!(path = %to.join(POLICY_FILE_NAME).display(), "node policy written");
+    Ok(())
 }
 
 /// Carries out the decisions, recording each plugin as it is done.

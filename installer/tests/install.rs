@@ -63,6 +63,7 @@ fn install_verifies_records_and_a_rerun_writes_nothing() {
             install::Plugin::named("tuning"),
         ]),
         replace_foreign: false,
+        node_policy: None,
     })
     .expect("install again");
     assert!(!report.wrote_anything(), "{report:?}");
@@ -73,6 +74,50 @@ fn install_verifies_records_and_a_rerun_writes_nothing() {
     assert_eq!(before, after);
     assert_eq!(listing(&dst), [RECORD_FILE, "bridge", "tuning"]);
     run_ok(&["probe", "--to", &d, "--plugins", "bridge,tuning"]);
+}
+
+#[test]
+fn allow_options_write_the_plugins_node_policy_and_a_plain_install_leaves_it() {
+    let t = TestDir::new("policy");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    write_plugin(&src, "tuning", b't', 100);
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    let allow = [
+        "--allow-state-dir",
+        "/data/cni",
+        "--allow-ovsdb",
+        "tcp:127.0.0.1:6640",
+    ];
+    install(&s, &d, "tuning", &allow);
+    let path = dst.join("node-policy.json");
+    let policy: serde_json::Value =
+        serde_json::from_slice(&fs::read(&path).expect("node-policy.json")).expect("json");
+    assert_eq!(
+        policy,
+        serde_json::json!({"stateDirs": ["/data/cni"], "ovsdbEndpoints": ["tcp:127.0.0.1:6640"]})
+    );
+    assert_eq!(mode(&path), 0o644);
+    install(&s, &d, "tuning", &[]);
+    assert!(
+        path.exists(),
+        "an install without --allow-* leaves the policy alone"
+    );
+}
+
+#[test]
+fn the_node_policy_beside_a_build_is_not_installed_as_a_plugin() {
+    let t = TestDir::new("policy-not-plugin");
+    let (src, dst) = (t.sub("src"), t.sub("dst"));
+    write_plugin(&src, "tuning", b't', 100);
+    fs::write(src.join("node-policy.json"), "{}").expect("policy beside the plugins");
+    run_ok(&[
+        "install",
+        "--from",
+        &src.display().to_string(),
+        "--to",
+        &dst.display().to_string(),
+    ]);
+    assert_eq!(listing(&dst), [RECORD_FILE, "tuning"]);
 }
 
 #[test]

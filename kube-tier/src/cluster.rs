@@ -209,7 +209,10 @@ impl Cluster {
             .arg(repo.join("target/cni-bin"))
             .arg("--to")
             .arg(&self.cni_bin)
-            .args(["--plugins", "bridge,tuning"]))?;
+            .args(["--plugins", "bridge,tuning"])
+            // tuning keeps its state in the tier's own directory, which the node allows.
+            .arg("--allow-state-dir")
+            .arg(self.base.join("cni/state")))?;
         // containerd brings every sandbox's loopback up through the `loopback` plugin.
         for plugin in ["host-local", "loopback"] {
             std::fs::copy(
@@ -236,7 +239,7 @@ impl Cluster {
                 {
                     "type": "tuning",
                     "sysctl": {"net.ipv4.conf.IFNAME.accept_redirects": "0"},
-                    "dataDir": self.base.join("cni/tuning"),
+                    "dataDir": self.base.join("cni/state/tuning"),
                 }
             ]
         });

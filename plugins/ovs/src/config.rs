@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cni_common::config::{cni_args_mac, pick_mac, NetConf};
 use cni_common::mac::MacAddr;
+use cni_common::node_policy::{self, NodePolicy};
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
 use ovsdb::Endpoint;
@@ -107,12 +108,44 @@ impl OvsConf {
         );
     }
 
-    /// The OVSDB endpoint: `socket_file`, default `unix:/var/run/openvswitch/db.sock`.
+    /// The OVSDB endpoint: `socket_file`, default `unix:/var/run/openvswitch/db.sock`; only one
+    /// the node allows (its policy), since the plugin speaks to it as root.
     pub fn endpoint(&self) -> Result<Endpoint> {
-        match self.socket_file.as_deref().filter(|s| !s.is_empty()) {
-            Some(s) => parse_endpoint("socket_file", s),
-            None => parse_endpoint("socket_file", DEFAULT_SOCKET),
+        let value = self
+            .socket_file
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(DEFAULT_SOCKET);
+        let endpoint = parse_endpoint("socket_file", value)?;
+        let policy = NodePolicy::load()?;
+        let listed = policy
+            .ovsdb_endpoints()
+            .iter()
+            .any(|a| Endpoint::parse(a).is_ok_and(|a| a == endpoint));
+        let allowed =
+            listed || matches!(&endpoint, Endpoint::Unix(path) if policy.allows_ovsdb_socket(path));
+        if !allowed {
+            return Err(Error::invalid_config(format!(
+                "socket_file {:?} is not an OVSDB endpoint this node allows ({}; the node's {} \
+                 can allow more)",
+                value.chars().take(120).collect::<String>(),
+                policy.ovsdb_endpoints().join(", "),
+                node_policy::POLICY_FILE_NAME
+            )));
         }
+        Ok(endpoint)
+    }
+
+    /// Refuses what the node does not allow this config to name (`configuration_path`, which
+    /// must also be a small regular file where it exists, and `socket_file`) before anything
+    /// is touched.
+    pub fn check_node_policy(&self) -> Result<()> {
+        if let Some(path) = self.configuration_path.as_deref().filter(|p| !p.is_empty()) {
+            if let Some(file) = NodePolicy::load()?.config_file("configuration_path", path)? {
+                node_policy::read_config_file("configuration_path", &file)?;
+            }
+        }
+        self.endpoint().map(drop)
     }
 }
 
@@ -126,17 +159,30 @@ fn parse_endpoint(field: &str, s: &str) -> Result<Endpoint> {
     })
 }
 
-/// The config of this call with the flat file merged in.
+/// The config of this call with the flat file merged in. `configuration_path` must be a file in
+/// a directory the node allows (ovs-cni's two by default).
 pub fn load(conf: &NetConf<OvsConf>) -> Result<OvsConf> {
     let mut merged = conf.plugin.clone();
-    let explicit = merged
+    let explicit = match merged
         .configuration_path
         .as_deref()
         .filter(|p| !p.is_empty())
-        .map(PathBuf::from);
+    {
+        Some(path) => match NodePolicy::load()?.config_file("configuration_path", path)? {
+            Some(resolved) => Some(resolved),
+            None => {
+                // ovs-cni falls through silently; say so where an operator can see it.
+                tracing::warn!(
+                    "configuration_path {path} does not exist; trying {}",
+                    FLAT_FILES.join(", ")
+                );
+                None
+            }
+        },
+        None => None,
+    };
     let candidates = explicit
-        .iter()
-        .cloned()
+        .into_iter()
         .chain(FLAT_FILES.iter().map(PathBuf::from));
     for path in candidates {
         if let Some(file) = read_flat_file(&path)? {
@@ -144,26 +190,12 @@ pub fn load(conf: &NetConf<OvsConf>) -> Result<OvsConf> {
             return Ok(merged);
         }
     }
-    if let Some(path) = explicit {
-        // ovs-cni falls through silently; say so where an operator can see it.
-        tracing::warn!(
-            "configuration_path {} does not exist; using the network config alone",
-            path.display()
-        );
-    }
     Ok(merged)
 }
 
 fn read_flat_file(path: &Path) -> Result<Option<OvsConf>> {
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Error::invalid_config(format!(
-                "configuration_path: reading {}: {e}",
-                path.display()
-            )))
-        }
+    let Some(text) = node_policy::read_config_file("configuration_path", path)? else {
+        return Ok(None);
     };
     let value: Value = serde_json::from_slice(&text).map_err(|e| {
         Error::invalid_config(format!(

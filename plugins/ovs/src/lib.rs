@@ -180,6 +180,7 @@ impl Plugin for Ovs {
     /// device is gone, as ovs-cni does. Succeeds when any of them is already gone, the netns
     /// included; fails (code 11) only when OVSDB cannot be reached, after the rest is done.
     fn del(&self, req: &Request<OvsConf>) -> Result<()> {
+        req.conf.plugin.check_node_policy()?;
         let conf = config::load(&req.conf).unwrap_or_else(|e| {
             tracing::warn!("{e}; using the network config alone");
             req.conf.plugin.clone()

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
 use cni_common::mac::MacAddr;
+use cni_common::node_policy::NodePolicy;
 use cni_common::skel::Request;
 use cni_common::sysctl::{sysctl_key_to_path, validate_sysctl_path};
 use cni_common::{Error, Result};
@@ -98,13 +99,7 @@ impl Settings {
         let allmulti = conf.arg_as::<bool>("allmulti")?.or(own.allmulti);
         let tx_qlen = conf.arg_as::<u32>("txQLen")?.or(own.tx_qlen);
 
-        let data_dir = PathBuf::from(own.data_dir.as_deref().unwrap_or(DEFAULT_DATA_DIR));
-        if !data_dir.is_absolute() {
-            return Err(Error::invalid_config(format!(
-                "dataDir {:?} must be an absolute path",
-                data_dir.display()
-            )));
-        }
+        let data_dir = data_dir(own)?;
         // Only tolerate CNI_ARGS keys we read; runtimes send IgnoreUnknown anyway.
         req.cmd.args.check_known(&["MAC"])?;
 
@@ -127,6 +122,13 @@ impl Settings {
             || self.allmulti.is_some()
             || self.tx_qlen.is_some()
     }
+}
+
+/// The state directory, checked against the node's policy (below /run/cni or /var/lib/cni
+/// unless the node allows more), links resolved: every verb uses this path and no other.
+pub fn data_dir(conf: &TuningConf) -> Result<PathBuf> {
+    let value = conf.data_dir.as_deref().unwrap_or(DEFAULT_DATA_DIR);
+    NodePolicy::load()?.state_dir("dataDir", value)
 }
 
 /// Dots become slashes before IFNAME is substituted, so `net.ipv4.conf.IFNAME.forwarding` works

@@ -18,7 +18,7 @@ use cni_common::{Code, Error, Result, Rollback, Teardown};
 
 use crate::allowlist::{Allowlist, ALLOWLIST_PATH};
 use crate::backup::Backup;
-use crate::config::{Settings, TuningConf, DEFAULT_DATA_DIR};
+use crate::config::{data_dir, Settings, TuningConf};
 
 pub const ABOUT: &str = concat!(
     "tuning CNI plugin ",
@@ -27,6 +27,9 @@ pub const ABOUT: &str = concat!(
 );
 
 pub struct Tuning;
+
+/// A temp file this old is a write that will never finish (a write takes microseconds).
+const STALE_TEMP_FILE_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Plugin for Tuning {
     type Config = TuningConf;
@@ -102,16 +105,17 @@ impl Plugin for Tuning {
     /// link. A restore the kernel refuses is reported on stderr and the state kept for GC,
     /// because a failing DEL would stop the runtime from deleting the rest of the chain.
     fn del(&self, req: &Request<TuningConf>) -> Result<()> {
-        let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
+        let store = StateDir::ephemeral(data_dir(&req.conf.plugin)?);
         let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
         let backup = match store.read::<Backup>(&file) {
             Ok(Some(backup)) => backup,
-            Ok(None) => return Ok(()),
-            // Nothing can be restored from it; the file stays for a person to read, and GC
-            // removes it once the attachment is gone.
+            Ok(None) => return store.remove(&format!("{file}{UNREADABLE}")),
+            // Nothing can be restored from it. The name is this attachment's alone, so it goes
+            // with the attachment; what was wrong with it is in the log.
             Err(e) => {
-                tracing::warn!("{}; nothing restored, the file is kept", e.msg());
-                return Ok(());
+                tracing::warn!("{}; nothing restored, the file is removed", e.msg());
+                store.remove(&format!("{file}{UNREADABLE}"))?;
+                return store.remove(&file);
             }
         };
         let Some(ns) = req.open_netns_if_exists()? else {
@@ -200,44 +204,51 @@ impl Plugin for Tuning {
         Ok(())
     }
 
-    /// Ready when the state directory can be written: ADD cannot save what it replaces otherwise.
+    /// Ready when the state directory can be written, or made where it does not exist yet: ADD
+    /// cannot save what it replaces otherwise. Creates nothing.
     fn status(&self, req: &Request<TuningConf>) -> Result<()> {
-        let dir = data_dir(&req.conf.plugin);
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| {
-                nix::unistd::access(dir.as_path(), nix::unistd::AccessFlags::W_OK)
-                    .map_err(std::io::Error::from)
-            })
-            .map_err(|e| {
-                Error::new(
-                    Code::NotAvailable,
-                    format!("state directory {} is not writable: {e}", dir.display()),
-                )
-            })
+        let dir = data_dir(&req.conf.plugin)?;
+        let existing = dir
+            .ancestors()
+            .find(|d| d.exists())
+            .unwrap_or(Path::new("/"));
+        let writable = match existing.is_dir() {
+            true => nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK)
+                .map_err(std::io::Error::from),
+            false => Err(std::io::Error::other(format!(
+                "{} is not a directory",
+                existing.display()
+            ))),
+        };
+        writable.map_err(|e| {
+            Error::new(
+                Code::NotAvailable,
+                format!("state directory {} is not writable: {e}", dir.display()),
+            )
+        })
     }
 
     /// Forgets the saved state of this network's attachments that the runtime no longer has.
+    /// Only files this plugin wrote for this network are considered: an unreadable file's
+    /// network is unknown (the directory is shared), so it is left to its attachment's DEL.
     fn gc(&self, req: &Request<TuningConf>) -> Result<()> {
-        let store = StateDir::ephemeral(data_dir(&req.conf.plugin));
+        let store = StateDir::ephemeral(data_dir(&req.conf.plugin)?);
         let valid = req.conf.gc_valid_attachments();
-        let gone = |name: &str| {
-            !valid
-                .iter()
-                .any(|a| attachment_file_name(&a.container_id, &a.ifname) == name)
-        };
         let mut teardown = Teardown::new();
-        for name in store.list()? {
+        if let Some(swept) = teardown.step(store.sweep_temp_files(STALE_TEMP_FILE_AGE)) {
+            if swept > 0 {
+                tracing::info!("removed {swept} temp file(s) of writes that never finished");
+            }
+        }
+        for name in store.list_attachments()? {
+            if name.ends_with(UNREADABLE) {
+                continue;
+            }
             let backup = match store.read::<Backup>(&name) {
                 Ok(Some(b)) => b,
                 Ok(None) => continue,
-                // Unreadable (or set aside by ADD): its network is unknown, and no DEL can
-                // restore anything from it; it goes with its attachment.
                 Err(e) => {
-                    let attachment = name.strip_suffix(UNREADABLE).unwrap_or(&name);
-                    if gone(attachment) {
-                        tracing::warn!("{}; removed", e.msg());
-                        teardown.step(store.remove(&name));
-                    }
+                    tracing::info!("{}; left to its attachment's DEL", e.msg());
                     continue;
                 }
             };
@@ -255,10 +266,6 @@ impl Plugin for Tuning {
         }
         teardown.finish()
     }
-}
-
-fn data_dir(conf: &TuningConf) -> std::path::PathBuf {
-    conf.data_dir.as_deref().unwrap_or(DEFAULT_DATA_DIR).into()
 }
 
 fn settings(req: &Request<TuningConf>) -> Result<Settings> {

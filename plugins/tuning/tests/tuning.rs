@@ -134,7 +134,7 @@ fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
 }
 
 #[test]
-fn del_keeps_an_unreadable_state_file_and_says_so() {
+fn del_removes_its_own_unreadable_state_file_and_says_why() {
     netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-corrupt-del");
     let conf = a.config(json!({"mtu": 1400}));
@@ -146,10 +146,7 @@ fn del_keeps_an_unreadable_state_file_and_says_so() {
     expect_success(&out, "DEL with an unreadable state file");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is corrupt"), "not reported: {stderr}");
-    assert_eq!(
-        std::fs::read_to_string(&path).expect("the file is kept"),
-        "{not json"
-    );
+    assert!(!path.exists(), "the attachment's own file went with it");
 }
 
 #[test]
@@ -175,22 +172,49 @@ fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
 }
 
 #[test]
-fn gc_removes_unreadable_state_of_attachments_that_are_gone() {
+fn gc_leaves_unreadable_state_to_its_attachments_del() {
     netns_tests::skip_unless_root!();
     let (keep, _lose, mut conf, _) = two_attachments_sharing_a_data_dir("tuning-corrupt-gc");
     let dir = keep.data_dir.path();
-    for file in netns_tests::files_under(dir) {
+    let mut before = netns_tests::files_under(dir);
+    for file in &before {
         std::fs::write(dir.join(file), "{not json").expect("corrupt the state");
     }
     conf.as_object_mut().map(|c| c.remove("prevResult"));
     conf["cni.dev/valid-attachments"] =
         json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
     expect_success(&call("GC", "", "", &conf, &[]), "GC");
-    let left: Vec<String> = netns_tests::files_under(dir)
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    assert_eq!(left, [format!("{}_{IFNAME}.json", keep.container_id)]);
+    // The directory is shared: an unreadable file may be another network's live attachment.
+    let mut left = netns_tests::files_under(dir);
+    before.sort();
+    left.sort();
+    assert_eq!(left, before);
+}
+
+#[test]
+fn gc_never_removes_files_it_did_not_write() {
+    netns_tests::skip_unless_root!();
+    let a = Attachment::new("tuning-gc-foreign");
+    let dir = a.data_dir.path();
+    std::fs::create_dir_all(dir).expect("data dir");
+    let foreign = [
+        ("passwd", "root:x:0:0:root:/root:/bin/bash\n"),
+        ("bridge", "\x7fELF not a state file"),
+        ("10-net.conflist", "{}"),
+        ("other_net1.json", "{\"network\": 7}"),
+        (".hidden.tmp", "x"),
+    ];
+    for (name, content) in foreign {
+        std::fs::write(dir.join(name), content).expect("foreign file");
+    }
+    let mut conf = a.config(json!({}));
+    conf.as_object_mut().map(|c| c.remove("prevResult"));
+    conf["cni.dev/valid-attachments"] = json!([]);
+    expect_success(&call("GC", "", "", &conf, &[]), "GC");
+    for (name, content) in foreign {
+        let now = std::fs::read_to_string(dir.join(name));
+        assert_eq!(now.ok().as_deref(), Some(content), "{name}");
+    }
 }
 
 #[test]
@@ -404,10 +428,15 @@ fn status_reports_50_when_the_state_directory_cannot_be_written() {
     let mut conf = a.config(json!({}));
     conf.as_object_mut().map(|c| c.remove("prevResult"));
     expect_success(&call("STATUS", "", "", &conf, &[]), "STATUS");
-    conf["dataDir"] = json!("/proc/version/state");
+    // Allowed by the node, but a file stands where a directory must be made.
+    let blocker = a.data_dir.path().join("a-file");
+    std::fs::create_dir_all(a.data_dir.path()).expect("data dir");
+    std::fs::write(&blocker, "").expect("a file in the way");
+    conf["dataDir"] = json!(blocker.join("state"));
     let out = call("STATUS", "", "", &conf, &[]);
     expect_failure(&out, "STATUS with an unwritable dataDir");
     assert_eq!(stdout_json(&out)["code"], 50);
+    assert!(!blocker.join("state").exists());
 }
 
 #[test]
