@@ -90,7 +90,7 @@ pub fn unenforced_vlans_warning(bridge: &str, port: &str, s: &Settings) -> Strin
         .collect();
     let vids = vids.join(",");
     format!(
-        "warning: bridge {bridge} does not filter by VLAN, so VLAN {vids} of port {port} is not \
+        "bridge {bridge} does not filter by VLAN, so VLAN {vids} of port {port} is not \
          enforced until filtering is turned on: ip link set {bridge} type bridge vlan_filtering 1 \
          (and bridge vlan add dev <uplink> vid {vids} for the uplink). Set \
          \"vlanFilteringRequired\": true to refuse such attachments instead."

@@ -3,11 +3,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use cni_common::netlink::{Link, Netlink};
+use cni_common::naming::AttachmentKey;
+use cni_common::netlink::{Link, Netlink, Veth};
 use cni_common::result::{CniResult, Route};
 use cni_common::sysctl::{sysctl_read, sysctl_write};
-use cni_common::{Error, Result};
+use cni_common::{Error, Result, Rollback};
 use ipnetwork::IpNetwork;
+
+use crate::config::Settings;
+use crate::vlan::set_access_port_vlan;
 
 /// The first host of the address's subnet: the reference's default gateway (calcGatewayIP).
 pub fn first_host(addr: &IpNetwork) -> IpAddr {
@@ -105,6 +109,158 @@ pub fn enable_ip_forward(gateways: &[IpNetwork]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `<bridge>.<vid>`: with an access VLAN the gateway address cannot be on the bridge (its own
+/// port is not in the VLAN), so it goes on a veth whose peer is an access port of the VLAN.
+///
+/// It is shared by every pod of the VLAN, so one found is made whole rather than trusted: a kill
+/// or a failure half-way may have left its port outside the VLAN, or down. One this ADD creates is
+/// registered in `rollback`; `own_port` is the ADD's own bridge port.
+pub fn ensure_vlan_interface<'a>(
+    nl: &'a Netlink,
+    bridge: &Link,
+    vid: u16,
+    s: &Settings,
+    own_port: u32,
+    rollback: &mut Rollback<'a>,
+) -> Result<Link> {
+    let name = vlan_interface_name(&bridge.name, vid)?;
+    if let Some(link) = adopt_vlan_interface(nl, &name, bridge, vid, s)? {
+        return Ok(link);
+    }
+    let port_name = AttachmentKey::new(&bridge.name, "gateway", &name).host_veth_name();
+    // The port joins the bridge down, so that it forwards nothing before it is in the VLAN.
+    let created = nl.link_add_veth_show(&Veth {
+        name: &port_name,
+        peer_name: &name,
+        mtu: s.mtu,
+        master: Some(bridge.index),
+        up: false,
+        ..Veth::default()
+    });
+    let port = match created {
+        Ok(port) => port,
+        // Another ADD made it meanwhile: it is that ADD's to undo.
+        Err(e) => return adopt_vlan_interface(nl, &name, bridge, vid, s)?.ok_or(e),
+    };
+    let (port_index, bridge_index) = (port.index, bridge.index);
+    rollback.push(format!("the gateway interface {name}"), move || {
+        remove_vlan_interface_unless_shared(nl, port_index, bridge_index, vid, own_port)
+    });
+    let link = nl
+        .link_show(&name)?
+        .ok_or_else(|| Error::system(format!("{name} vanished right after it was created")))?;
+    complete_vlan_interface(nl, link, &port, bridge, vid, s)
+}
+
+/// `<bridge>.<vid>`, refused when it does not fit in an interface name.
+fn vlan_interface_name(bridge: &str, vid: u16) -> Result<String> {
+    let name = format!("{bridge}.{vid}");
+    if name.len() > cni_common::env::MAX_IFNAME_LEN {
+        return Err(Error::invalid_config(format!(
+            "isGateway with vlan {vid}: the gateway interface name {name} is longer than 15 characters; use a shorter bridge name"
+        )));
+    }
+    Ok(name)
+}
+
+/// The VLAN's gateway interface as found, completed. None when there is none, or when it was
+/// beyond completing (its peer is off the bridge) and is deleted, for the caller to create anew.
+fn adopt_vlan_interface(
+    nl: &Netlink,
+    name: &str,
+    bridge: &Link,
+    vid: u16,
+    s: &Settings,
+) -> Result<Option<Link>> {
+    let Some(link) = nl.link_show(name)? else {
+        return Ok(None);
+    };
+    // Not a veth: the node's own interface for the VLAN (an 802.1Q one on the bridge, say),
+    // used as it is.
+    if link.kind.as_deref() != Some("veth") {
+        return Ok(Some(link));
+    }
+    match bridge_side_peer(nl, &link, bridge)? {
+        Some(port) => complete_vlan_interface(nl, link, &port, bridge, vid, s).map(Some),
+        None => {
+            tracing::info!(
+                "{name}: its peer is not a port of {}; replacing it",
+                bridge.name
+            );
+            nl.link_del(link.index)?;
+            Ok(None)
+        }
+    }
+}
+
+/// The other end of the veth `link`, if it is a port of `bridge`.
+fn bridge_side_peer(nl: &Netlink, link: &Link, bridge: &Link) -> Result<Option<Link>> {
+    let Some(peer) = link.link else {
+        return Ok(None);
+    };
+    // The index may be one of another namespace, where the peer went: check it points back.
+    Ok(nl
+        .link_show_index(peer)?
+        .filter(|p| p.link == Some(link.index) && p.master == Some(bridge.index)))
+}
+
+/// The port into the VLAN, then both ends up, so the port never forwards outside the VLAN.
+/// Every step leaves a complete interface as it is, so concurrent ADDs may all run them.
+fn complete_vlan_interface(
+    nl: &Netlink,
+    link: Link,
+    port: &Link,
+    bridge: &Link,
+    vid: u16,
+    s: &Settings,
+) -> Result<Link> {
+    set_access_port_vlan(nl, port.index, bridge, vid, s.preserve_default_vlan)?;
+    if !port.up {
+        nl.link_set_up(port.index)?;
+    }
+    if !link.up {
+        nl.link_set_up(link.index)?;
+    }
+    Ok(Link { up: true, ..link })
+}
+
+/// Undoes the creation of the VLAN's gateway interface (deleting its port deletes both ends),
+/// unless another pod of the VLAN is on the bridge by now: a concurrent ADD of that pod may have
+/// found the interface and given it the pod's gateway.
+fn remove_vlan_interface_unless_shared(
+    nl: &Netlink,
+    port: u32,
+    bridge: u32,
+    vid: u16,
+    own_port: u32,
+) -> Result<()> {
+    if vlan_has_other_ports(nl, bridge, vid, &[port, own_port])? {
+        tracing::info!(
+            "the gateway interface of VLAN {vid} is kept: other pods of it are attached"
+        );
+        return Ok(());
+    }
+    nl.link_del(port)
+}
+
+/// Whether a port of `bridge` other than `except` has `vid` as its PVID. A VLAN dump per port:
+/// for the failure path only.
+fn vlan_has_other_ports(nl: &Netlink, bridge: u32, vid: u16, except: &[u32]) -> Result<bool> {
+    for port in nl.link_list_ports(bridge)? {
+        if except.contains(&port.index) {
+            continue;
+        }
+        if nl
+            .bridge_vlan_show(port.index)?
+            .iter()
+            .any(|v| v.vid == vid && v.pvid)
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::time::Duration;
 use cni_common::ipam::{self, check_iface, configure_iface};
 use cni_common::mac::MacAddr;
 use cni_common::naming::{network_hash, AttachmentKey};
-use cni_common::netlink::{BridgePort, Link, Netlink, PortVlan};
+use cni_common::netlink::{BridgePort, Link, Netlink};
 use cni_common::netns::NetNs;
 use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
@@ -30,7 +30,7 @@ use ipnetwork::IpNetwork;
 
 use crate::bridge::{ensure_bridge, unenforced_vlans_warning};
 use crate::config::{BridgeConf, Settings};
-use crate::gateway::{assign_gateways, enable_ip_forward, ensure_addr};
+use crate::gateway::{assign_gateways, enable_ip_forward, ensure_addr, ensure_vlan_interface};
 use crate::ipmasq::{ipmasq_setup, ipmasq_teardown, ReferenceNames};
 use crate::spoofchk::{spoofchk_check, spoofchk_setup, spoofchk_teardown};
 use crate::veth::{add_port_veth, alias_key};
@@ -304,7 +304,8 @@ fn add_attachment<'a>(
         if s.is_gateway {
             let holder = match s.vlan {
                 Some(vid) => {
-                    let vlan_iface = gateway_vlan_interface(nl, &bridge, vid, s)?;
+                    let vlan_iface =
+                        ensure_vlan_interface(nl, &bridge, vid, s, host.index, rollback)?;
                     extra_interfaces.push(interface(&vlan_iface));
                     vlan_iface
                 }
@@ -385,49 +386,6 @@ fn wait_port_up(nl: &Netlink, host: &Link) -> Result<()> {
         "bridge port {} in error state: it did not come up",
         host.name
     )))
-}
-
-/// `<bridge>.<vlan>`: with an access VLAN the gateway address cannot be on the bridge (its
-/// own port is not in the VLAN), so it goes on a veth whose peer is an access port of the VLAN.
-fn gateway_vlan_interface(nl: &Netlink, bridge: &Link, vid: u16, s: &Settings) -> Result<Link> {
-    let name = format!("{}.{vid}", bridge.name);
-    if name.len() > cni_common::env::MAX_IFNAME_LEN {
-        return Err(Error::invalid_config(format!(
-            "isGateway with vlan {vid}: the gateway interface name {name} is longer than 15 characters; use a shorter bridge name"
-        )));
-    }
-    if let Some(link) = nl.link_show(&name)? {
-        return Ok(link);
-    }
-    let peer = AttachmentKey::new(&bridge.name, "gateway", &name).host_veth_name();
-    let created = nl.link_add_veth_show(&cni_common::netlink::Veth {
-        name: &peer,
-        peer_name: &name,
-        mtu: s.mtu,
-        master: Some(bridge.index),
-        up: true,
-        ..Default::default()
-    });
-    let port = match created {
-        Ok(port) => {
-            nl.link_set_up_by_name(&name)?;
-            port
-        }
-        // Another ADD made it meanwhile.
-        Err(e) => match nl.link_show(&name)? {
-            Some(link) => return Ok(link),
-            None => return Err(e),
-        },
-    };
-    if !s.preserve_default_vlan {
-        let default = bridge.vlan_default_pvid.unwrap_or(1);
-        if default != 0 && default != vid {
-            nl.bridge_vlan_del(port.index, &[PortVlan::access(default)])?;
-        }
-    }
-    nl.bridge_vlan_add(port.index, &[PortVlan::access(vid)])?;
-    nl.link_show(&name)?
-        .ok_or_else(|| Error::system(format!("{name} vanished right after it was created")))
 }
 
 fn check_attachment(

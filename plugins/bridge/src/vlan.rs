@@ -29,17 +29,45 @@ pub fn port_vlans(s: &Settings) -> Vec<PortVlan> {
 /// `bridge vlan del dev <port> vid <default pvid>; bridge vlan add dev <port> vid ...`. A new
 /// port holds only the bridge's default PVID, read from the bridge, so nothing is listed first.
 pub fn set_port_vlans(nl: &Netlink, port: u32, bridge: &Link, s: &Settings) -> Result<()> {
-    let vlans = port_vlans(s);
+    apply_port_vlans(nl, port, bridge, &port_vlans(s), s.preserve_default_vlan)
+}
+
+/// Makes `port` an access port of `vid`, as [`set_port_vlans`] does for a pod's port. Applied
+/// again to a port that is one already, it changes nothing: the kernel takes an existing VLAN's
+/// flags as they are and ignores the deletion of a VLAN the port does not carry.
+pub fn set_access_port_vlan(
+    nl: &Netlink,
+    port: u32,
+    bridge: &Link,
+    vid: u16,
+    preserve_default_vlan: bool,
+) -> Result<()> {
+    apply_port_vlans(
+        nl,
+        port,
+        bridge,
+        &[PortVlan::access(vid)],
+        preserve_default_vlan,
+    )
+}
+
+fn apply_port_vlans(
+    nl: &Netlink,
+    port: u32,
+    bridge: &Link,
+    vlans: &[PortVlan],
+    preserve_default_vlan: bool,
+) -> Result<()> {
     if vlans.is_empty() {
         return Ok(());
     }
-    if !s.preserve_default_vlan {
+    if !preserve_default_vlan {
         let default = bridge.vlan_default_pvid.unwrap_or(1);
         if default != 0 && !vlans.iter().any(|v| v.vid == default) {
             nl.bridge_vlan_del(port, &[PortVlan::access(default)])?;
         }
     }
-    nl.bridge_vlan_add(port, &vlans)
+    nl.bridge_vlan_add(port, vlans)
 }
 
 #[cfg(test)]

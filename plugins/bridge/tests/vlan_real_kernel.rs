@@ -19,6 +19,12 @@ fn vlan_tests_pass_on_a_real_kernel() {
         "the_default_vlan_leaves_the_port_unless_preserved",
         "bridge_vlan_show_matches_the_config_and_check_verifies_it",
         "a_gateway_on_an_access_vlan_lives_on_bridge_dot_vlan",
+        "a_half_made_gateway_interface_is_completed_by_the_next_add",
+        "a_gateway_interface_whose_peer_is_off_the_bridge_is_replaced",
+        "an_add_that_fails_after_making_the_gateway_interface_removes_it",
+        "a_failing_add_leaves_an_existing_gateway_interface_alone",
+        "a_gateway_interface_made_by_a_failing_add_stays_for_other_pods_of_the_vlan",
+        "concurrent_adds_on_one_vlan_share_one_gateway_interface",
         "the_walkthrough_vlan_100_pings_across_two_nodes_before_and_after_filtering_is_turned_on",
         "our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge",
     ] {
@@ -201,10 +207,211 @@ mod in_guest {
         let result = node.add(&a, &conf);
         assert_eq!(node.host.netns().addresses("brg.300"), vec!["10.92.0.1/24"]);
         assert_eq!(result["interfaces"][3]["name"], "brg.300", "{result}");
+        assert_eq!(
+            port_vlans(&node, &gateway_port(&node, "brg.300")),
+            vec![(300, true, true)]
+        );
         assert!(
             pings(&a, "10.92.0.1".parse().expect("ip")),
             "the gateway is unreachable"
         );
+    }
+
+    /// The bridge-side end of the gateway interface `gateway` (a veth).
+    fn gateway_port(node: &Node, gateway: &str) -> String {
+        let link = node
+            .host_link(gateway)
+            .unwrap_or_else(|| panic!("{gateway} does not exist"));
+        let peer = link.other.get("link").and_then(Value::as_str);
+        peer.unwrap_or_else(|| panic!("{gateway} has no peer here: {:?}", link.other))
+            .to_string()
+    }
+
+    /// A bridge that filters by VLAN, made by the test as a node's network setup would.
+    fn filtering_bridge(node: &Node, name: &str) {
+        let ns = node.host.netns();
+        ns.exec_ok(
+            "ip",
+            &["link", "add", name, "type", "bridge", "vlan_filtering", "1"],
+        );
+        ns.exec_ok("ip", &["link", "set", name, "up"]);
+    }
+
+    /// A gateway config on access VLAN `vid` whose IPAM hands out addresses of `subnet`.
+    fn gateway_config(node: &Node, bridge: &str, vid: u16, subnet: &str) -> Value {
+        config(
+            bridge,
+            json!({"vlan": vid, "isDefaultGateway": true, "ipam": node.host_local(subnet)}),
+        )
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_half_made_gateway_interface_is_completed_by_the_next_add() {
+        require_guest();
+        let node = Node::new("rk-gwhalf");
+        filtering_bridge(&node, "brh");
+        // What an ADD stopped between making the interface and giving its port the VLAN leaves:
+        // both ends up, the port in the bridge's default VLAN only.
+        let ns = node.host.netns();
+        ns.exec_ok(
+            "ip",
+            &[
+                "link", "add", "gwhalf", "type", "veth", "peer", "name", "brh.400",
+            ],
+        );
+        ns.exec_ok("ip", &["link", "set", "gwhalf", "master", "brh", "up"]);
+        ns.exec_ok("ip", &["link", "set", "brh.400", "up"]);
+        assert_eq!(port_vlans(&node, "gwhalf"), vec![(1, true, true)]);
+
+        let a = node.pod("a");
+        node.add(&a, &gateway_config(&node, "brh", 400, "10.93.0.0/24"));
+        assert_eq!(
+            port_vlans(&node, &gateway_port(&node, "brh.400")),
+            vec![(400, true, true)]
+        );
+        assert!(
+            pings(&a, "10.93.0.1".parse().expect("ip")),
+            "the gateway is unreachable"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_gateway_interface_whose_peer_is_off_the_bridge_is_replaced() {
+        require_guest();
+        let node = Node::new("rk-gwoff");
+        filtering_bridge(&node, "brx");
+        let ns = node.host.netns();
+        ns.exec_ok(
+            "ip",
+            &[
+                "link", "add", "gwoff", "type", "veth", "peer", "name", "brx.410",
+            ],
+        );
+
+        let a = node.pod("a");
+        node.add(&a, &gateway_config(&node, "brx", 410, "10.93.1.0/24"));
+        let port = gateway_port(&node, "brx.410");
+        let on_bridge = node.host_link(&port).and_then(|l| l.master);
+        assert_eq!(on_bridge.as_deref(), Some("brx"), "{port}");
+        assert_eq!(port_vlans(&node, &port), vec![(410, true, true)]);
+        assert!(
+            pings(&a, "10.93.1.1".parse().expect("ip")),
+            "the gateway is unreachable"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn an_add_that_fails_after_making_the_gateway_interface_removes_it() {
+        require_guest();
+        let node = Node::new("rk-gwfail");
+        // Two IPv4 subnets, so two gateways for one interface: without forceAddress the second
+        // fails the ADD once the interface exists and holds the first.
+        let ipam = json!({
+            "type": "host-local",
+            "ranges": [[{"subnet": "10.94.1.0/24"}], [{"subnet": "10.94.2.0/24"}]],
+            "dataDir": node.leases_dir(),
+        });
+        let conf = config("brf", json!({"vlan": 420, "isGateway": true, "ipam": ipam}));
+        let a = node.pod("a");
+        let out = node.call("ADD", &a, &conf, "");
+        let described = netns_tests::describe_output(&out);
+        assert!(!out.status.success(), "{described}");
+        assert!(described.contains("already has address"), "{described}");
+        assert!(
+            node.host_link("brf.420").is_none(),
+            "brf.420 was left behind"
+        );
+        node.host.assert_no_new_veths("after the failed ADD");
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_gateway_interface_made_by_a_failing_add_stays_for_other_pods_of_the_vlan() {
+        require_guest();
+        // A pod of the VLAN attached while the failing ADD runs may have taken the interface as
+        // its gateway (as a concurrent ADD does): it must not lose it to the failure.
+        let node = Node::new("rk-gwstay");
+        let x = node.pod("x");
+        node.add(&x, &config("brs", json!({"vlan": 425, "ipam": {}})));
+        let ipam = json!({
+            "type": "host-local",
+            "ranges": [[{"subnet": "10.94.6.0/24"}], [{"subnet": "10.94.7.0/24"}]],
+            "dataDir": node.leases_dir(),
+        });
+        let conf = config("brs", json!({"vlan": 425, "isGateway": true, "ipam": ipam}));
+        let a = node.pod("a");
+        let out = node.call("ADD", &a, &conf, "");
+        let described = netns_tests::describe_output(&out);
+        assert!(described.contains("already has address"), "{described}");
+        assert_eq!(
+            port_vlans(&node, &gateway_port(&node, "brs.425")),
+            vec![(425, true, true)]
+        );
+        set_ip(&x, "10.94.6.50/24");
+        assert!(
+            pings(&x, "10.94.6.1".parse().expect("ip")),
+            "the other pod cannot reach the gateway"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn a_failing_add_leaves_an_existing_gateway_interface_alone() {
+        require_guest();
+        let node = Node::new("rk-gwkeep");
+        let a = node.pod("a");
+        node.add(&a, &gateway_config(&node, "brk", 430, "10.94.3.0/24"));
+        // Another subnet on the same VLAN: its gateway cannot join the first on the interface.
+        let b = node.pod("b");
+        let out = node.call(
+            "ADD",
+            &b,
+            &gateway_config(&node, "brk", 430, "10.94.4.0/24"),
+            "",
+        );
+        let described = netns_tests::describe_output(&out);
+        assert!(described.contains("already has address"), "{described}");
+        assert_eq!(node.host.netns().addresses("brk.430"), vec!["10.94.3.1/24"]);
+        assert!(
+            pings(&a, "10.94.3.1".parse().expect("ip")),
+            "the first pod lost its gateway"
+        );
+    }
+
+    #[test]
+    #[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
+    fn concurrent_adds_on_one_vlan_share_one_gateway_interface() {
+        require_guest();
+        let node = Node::new("rk-gwrace");
+        let conf = gateway_config(&node, "brc", 440, "10.94.5.0/24");
+        let pods: Vec<Pod> = (0..4).map(|i| node.pod(&format!("p{i}"))).collect();
+        let outs: Vec<_> = std::thread::scope(|scope| {
+            let calls: Vec<_> = pods
+                .iter()
+                .map(|pod| scope.spawn(|| node.call("ADD", pod, &conf, "")))
+                .collect();
+            calls
+                .into_iter()
+                .map(|c| c.join().expect("the ADD thread"))
+                .collect()
+        });
+        for out in &outs {
+            parse_ok(out, "concurrent ADD");
+        }
+        assert_eq!(
+            port_vlans(&node, &gateway_port(&node, "brc.440")),
+            vec![(440, true, true)]
+        );
+        for pod in &pods {
+            assert!(
+                pings(pod, "10.94.5.1".parse().expect("ip")),
+                "{} cannot reach the gateway",
+                pod.id
+            );
+        }
     }
 
     /// The walkthrough's NetworkAttachmentDefinition config, unchanged but for the VLAN.
