@@ -18,6 +18,9 @@ pub struct Client {
     decoder: Decoder,
     next_id: u64,
     timeout: Duration,
+    /// Set once a message could not be decoded: where the next one starts is unknown, so the
+    /// connection is of no further use.
+    out_of_step: bool,
 }
 
 impl Client {
@@ -32,6 +35,7 @@ impl Client {
             decoder: Decoder::default(),
             next_id: 0,
             timeout,
+            out_of_step: false,
         })
     }
 
@@ -64,6 +68,12 @@ impl Client {
     /// Sends one request and reads until its response, answering the server's echo requests
     /// (its inactivity probe) and skipping notifications on the way.
     fn call(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value> {
+        if self.out_of_step {
+            return Err(Error::Protocol(
+                "an earlier message could not be decoded; the connection must be opened again"
+                    .into(),
+            ));
+        }
         let deadline = Instant::now() + timeout;
         self.next_id += 1;
         let id = self.next_id;
@@ -100,6 +110,7 @@ impl Client {
     fn receive(&mut self, deadline: Instant) -> Result<Message> {
         loop {
             if let Some(msg) = self.decoder.next_message() {
+                self.out_of_step |= msg.is_err();
                 return Ok(msg?);
             }
             let left = remaining(deadline).ok_or(Error::Timeout)?;
@@ -290,6 +301,26 @@ mod tests {
             read[1],
             json!({"id": "echo", "result": ["ping"], "error": null})
         );
+    }
+
+    #[test]
+    fn after_an_undecodable_message_the_connection_is_not_used_again() {
+        let server = Server::start(
+            "garbage",
+            vec![r#"{"id":{id},"result":[1,]}"#.into()],
+            0,
+            true,
+        );
+        let mut client = server.client(Duration::from_secs(5));
+        let first = client
+            .transact(&select(), Duration::ZERO)
+            .expect_err("garbage");
+        assert!(first.to_string().contains("OVSDB at"), "{first}");
+        let second = client
+            .transact(&select(), Duration::ZERO)
+            .expect_err("out of step");
+        let chain = format!("{:?}", second);
+        assert!(chain.contains("opened again"), "{chain}");
     }
 
     #[test]
