@@ -117,24 +117,26 @@ fn spoof_removal(
 }
 
 /// Removes, in one transaction, the attachments' spoof checks given by their first chain.
-fn spoof_remove(
-    nf: &mut nftables_netlink::Nftables,
-    rules: &[Rule],
-    chains: &BTreeSet<String>,
-) -> Result<()> {
-    let existing = nf.list_chains(&spoof_table()).map_err(nft_error)?;
-    let (jumps, doomed) = spoof_removal(rules, &existing, chains);
-    let mut batch = Batch::new();
-    for rule in &jumps {
-        batch.delete_rule(rule);
-    }
-    for chain in &doomed {
-        batch.flush_chain(chain);
-    }
-    for chain in &doomed {
-        batch.delete_chain(chain);
-    }
-    nf.apply(&batch).map_err(nft_error)
+/// Removes the spoof-check `chains` and the rules jumping to them, in one transaction bound to
+/// the ruleset it listed (planned again if the ruleset changed meanwhile).
+fn spoof_remove(nf: &mut nftables_netlink::Nftables, chains: &BTreeSet<String>) -> Result<()> {
+    nf.apply_planned(|nf| {
+        let rules = nf.list_rules(&spoof_table(), Some(SPOOF_BASE_CHAIN))?;
+        let existing = nf.list_chains(&spoof_table())?;
+        let (jumps, doomed) = spoof_removal(&rules, &existing, chains);
+        let mut batch = Batch::new();
+        for rule in &jumps {
+            batch.delete_rule(rule);
+        }
+        for chain in &doomed {
+            batch.flush_chain(chain);
+        }
+        for chain in &doomed {
+            batch.delete_chain(chain);
+        }
+        Ok((batch, ()))
+    })
+    .map_err(nft_error)
 }
 
 fn prerouting_rules(nf: &mut nftables_netlink::Nftables) -> Result<Vec<Rule>> {
@@ -147,9 +149,8 @@ pub fn spoofchk_teardown(container_id: &str, ifname: &str) -> Result<()> {
     let Some(mut nf) = nft_open_existing()? else {
         return Ok(());
     };
-    let rules = prerouting_rules(&mut nf)?;
     let chains = BTreeSet::from([spoofchk_chain(container_id, ifname)]);
-    spoof_remove(&mut nf, &rules, &chains)
+    spoof_remove(&mut nf, &chains)
 }
 
 /// GC: the spoof checks whose port no longer exists. The reference plugin's names carry no
@@ -172,7 +173,7 @@ pub fn spoofchk_gc(nl: &Netlink) -> Result<()> {
     if dead.is_empty() {
         return Ok(());
     }
-    spoof_remove(&mut nf, &rules, &dead)
+    spoof_remove(&mut nf, &dead)
 }
 
 /// CHECK: the attachment's spoof check as the reference plugin made it, for port `host_veth` and
@@ -389,14 +390,17 @@ fn masq_remove(doomed: impl Fn(&str) -> bool) -> Result<()> {
         return Ok(());
     };
     let table = Table::new(MASQ_FAMILY, MASQ_TABLE);
-    let rules = nf.list_rules(&table, Some(MASQ_CHAIN)).map_err(nft_error)?;
-    let mut batch = Batch::new();
-    for rule in &rules {
-        if rule.comment.as_deref().is_some_and(&doomed) {
-            batch.delete_rule(rule);
+    // Bound to the ruleset it listed: a rule's handle is only good for that generation.
+    nf.apply_planned(|nf| {
+        let mut batch = Batch::new();
+        for rule in &nf.list_rules(&table, Some(MASQ_CHAIN))? {
+            if rule.comment.as_deref().is_some_and(&doomed) {
+                batch.delete_rule(rule);
+            }
         }
-    }
-    nf.apply(&batch).map_err(nft_error)
+        Ok((batch, ()))
+    })
+    .map_err(nft_error)
 }
 
 /// DEL: the attachment's masquerade rules, when a reference plugin with the nftables backend
