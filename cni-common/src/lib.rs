@@ -3,12 +3,14 @@
 //! Spec side: [`version`], [`config`], [`result`], [`args`], [`env`], [`error`], [`skel`], [`ipam`], [`vlan`].
 //! Host side: [`netns`], [`netlink`], [`sysctl`], [`state`], [`mac`], [`naming`];
 //! what configs may name on the node: [`node_policy`]. Logs: [`log`].
-//! Undo and teardown: [`rollback`] (ADD), [`teardown`] (DEL, GC).
+//! Undo and teardown: [`rollback`] (ADD), [`teardown`] (DEL, GC); ADD against the node agent's
+//! GC: [`gc_lock`].
 
 pub mod args;
 pub mod config;
 pub mod env;
 pub mod error;
+pub mod gc_lock;
 pub mod ipam;
 pub mod log;
 pub mod mac;

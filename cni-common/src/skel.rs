@@ -203,6 +203,8 @@ fn handle<P: Plugin>(
     };
     match req.cmd.command {
         Command::Add => {
+            // Held until the ADD is over: the node agent's GC must not run meanwhile.
+            let _gc_excluded = crate::gc_lock::for_add()?;
             let result = plugin.add(&req)?;
             Ok(result.to_value(version)?.to_string())
         }

@@ -469,3 +469,27 @@ fn two_attachments_sharing_a_data_dir(tag: &str) -> (Attachment, Attachment, Val
     expect_success(&lose.call("ADD", &lose_conf), "ADD lose");
     (keep, lose, conf, lose_conf)
 }
+
+#[test]
+fn an_add_waits_while_the_node_agent_collects_garbage() {
+    netns_tests::skip_unless_root!();
+    let a = Attachment::new("tuning-gc-lock");
+    let conf = a.config(json!({"mtu": 1400}));
+    let lock_dir = netns_tests::TempDir::new("tuning-gc-lock");
+    let lock = lock_dir.join("gc.lock");
+    let lock_env = lock.display().to_string();
+    let held = cni_common::gc_lock::exclusive(&lock, std::time::Duration::ZERO).expect("lock");
+    std::thread::scope(|s| {
+        let add = s.spawn(|| a.call_with("ADD", &conf, &[("CNI_GC_LOCK", &lock_env)]));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(!add.is_finished(), "ADD ran during a collection");
+        assert!(
+            a.state_files().is_empty(),
+            "ADD changed the node during a collection"
+        );
+        drop(held);
+        expect_success(&add.join().expect("ADD"), "ADD after the collection");
+    });
+    assert_eq!(a.state_files().len(), 1);
+    expect_success(&a.call("DEL", &conf), "DEL");
+}
