@@ -6,8 +6,9 @@
 /// The end of one value, looked for across as many calls as its bytes take to arrive.
 #[derive(Debug, Default)]
 pub(super) struct Framer {
-    /// Brackets opened and not yet closed; 0 before the value's first byte.
-    depth: usize,
+    /// The closers of the brackets opened and not yet closed; empty before the value's first
+    /// byte.
+    open: Vec<u8>,
     in_string: bool,
     /// The previous byte was a backslash inside a string.
     escaped: bool,
@@ -28,7 +29,7 @@ impl Framer {
     /// Scans `bytes`, which continue the value given to earlier calls (the first call starts at
     /// its first byte). After [`Scan::End`] the framer is ready for the next value.
     pub(super) fn scan(&mut self, bytes: &[u8]) -> Scan {
-        if self.depth == 0 {
+        if self.open.is_empty() {
             match bytes.first() {
                 None => return Scan::More,
                 Some(b'{' | b'[') => {}
@@ -47,12 +48,16 @@ impl Framer {
             }
             match b {
                 b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                // A mismatched closer (`{]`) ends the value too; the parser then says what is
-                // wrong with it.
+                b'{' => self.open.push(b'}'),
+                b'[' => self.open.push(b']'),
+                // A mismatched closer (`{]`) ends the value at once; the parser then says what
+                // is wrong with it.
                 b'}' | b']' => {
-                    self.depth -= 1;
-                    if self.depth == 0 {
+                    if self.open.pop() != Some(b) {
+                        self.open.clear();
+                        return Scan::End(i + 1);
+                    }
+                    if self.open.is_empty() {
                         return Scan::End(i + 1);
                     }
                 }
@@ -108,6 +113,11 @@ mod tests {
             let (head, tail) = value.split_at(at);
             assert_eq!(end_of(&[head, tail]), Some(value.len()), "split at {at}");
         }
+    }
+
+    #[test]
+    fn a_mismatched_closer_ends_the_value_at_once() {
+        assert_eq!(end_of(&[br#"{"a":[}, "more""#]), Some(7));
     }
 
     #[test]
