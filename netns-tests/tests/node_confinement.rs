@@ -49,6 +49,8 @@ for d in /etc /etc/cni/net.d /etc/kubernetes /opt/cni/bin /var/lib/cni /var/lib/
   echo "canary of $d" > $d/canary
 done
 ln -s /etc /run/cni/to-etc
+# What every ADD opens (cni_common::gc_lock), there on any node that ever ran one.
+touch /run/cni/gc.lock
 mkdir -p /etc/cni/net.d/ovs.d
 mkfifo /etc/cni/net.d/ovs.d/fifo.conf
 ln -s /dev/zero /etc/cni/net.d/ovs.d/zero.conf
