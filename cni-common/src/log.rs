@@ -14,6 +14,15 @@ pub fn level_from(value: Option<&str>) -> LevelFilter {
         .unwrap_or(LevelFilter::WARN)
 }
 
+/// The words that start what GC reports it removed, for the node agent that runs GC to count
+/// and relay: `collected: <what>` at info level.
+pub const COLLECTED: &str = "collected: ";
+
+/// Reports one thing a GC removed (a port, a rule, a state file), as [`COLLECTED`] says.
+pub fn collected(what: impl std::fmt::Display) {
+    tracing::info!("{COLLECTED}{what}");
+}
+
 /// Installs the stderr subscriber once per process.
 pub fn init() {
     let level = level_from(std::env::var(LOG_ENV).ok().as_deref());

@@ -155,13 +155,21 @@ impl Plugin for Bridge {
                 .step(nl.link_list_ports(bridge.index))
                 .unwrap_or_default()
             {
-                if alias_key(&port).is_some_and(|k| !keep(&k)) {
-                    teardown.step(nl.link_del(port.index));
+                if alias_key(&port).is_some_and(|k| !keep(&k))
+                    && teardown.step(nl.link_del(port.index)).is_some()
+                {
+                    cni_common::log::collected(format_args!("port {}", port.name));
                 }
             }
         }
-        teardown.step(spoofchk::TABLE.remove_unless(keep));
-        teardown.step(ipmasq::TABLE.remove_unless(keep));
+        for (what, table) in [
+            ("spoof check", &spoofchk::TABLE),
+            ("masquerade", &ipmasq::TABLE),
+        ] {
+            for key in teardown.step(table.remove_unless(keep)).unwrap_or_default() {
+                cni_common::log::collected(format_args!("{what} of attachment {key}"));
+            }
+        }
         // What the reference plugin left of attachments that are gone.
         let attachments: Vec<(String, String)> = req
             .conf

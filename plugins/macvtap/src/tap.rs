@@ -238,9 +238,11 @@ pub fn remove_stale_nodes() -> Result<()> {
         }
         let path = entry.path();
         if let Some(Node::Char { rdev, owner: None }) = teardown.step(inspect(&path)) {
-            if major(rdev) == macvtap {
-                tracing::info!("removing {}: its device is gone", path.display());
-                teardown.step(remove(&path));
+            if major(rdev) == macvtap && teardown.step(remove(&path)).is_some() {
+                cni_common::log::collected(format_args!(
+                    "{}, whose device is gone",
+                    path.display()
+                ));
             }
         }
     }

@@ -332,7 +332,12 @@ impl Plugin for Ovs {
             .iter()
             .map(|a| cache::key(&a.container_id, &a.ifname))
             .collect();
-        teardown.step(cache::remove_stale(&req.conf.name, &keep));
+        for file in teardown
+            .step(cache::remove_stale(&req.conf.name, &keep))
+            .unwrap_or_default()
+        {
+            cni_common::log::collected(format_args!("ovs-cni cache file {file}"));
+        }
         if let Some(t) = req.conf.ipam_type() {
             teardown.step(ipam::exec_gc(t, req));
         }
@@ -367,6 +372,9 @@ fn remove_stale_ports(endpoint: &Endpoint, req: &Request<OvsConf>) -> Result<()>
         .collect();
     let uuids: Vec<&str> = stale.iter().map(|p| p.uuid.as_str()).collect();
     vsctl::del_ports(&mut ovs, &uuids)?;
+    for port in &stale {
+        cni_common::log::collected(format_args!("OVS port {}", port.name));
+    }
     let nl = Netlink::current()?;
     let mut teardown = Teardown::new();
     for port in &stale {
@@ -383,11 +391,15 @@ fn remove_dead_ports(endpoint: &Endpoint, bridge: &str, nl: &Netlink) -> Result<
     let mut dead = Vec::new();
     for port in vsctl::owned_ports_on(&mut ovs, bridge)? {
         if !port.made_by_us() && nl.link_show(&port.name)?.is_none() {
-            dead.push(port.uuid);
+            dead.push((port.uuid, port.name));
         }
     }
-    let uuids: Vec<&str> = dead.iter().map(String::as_str).collect();
-    vsctl::del_ports(&mut ovs, &uuids)
+    let uuids: Vec<&str> = dead.iter().map(|(uuid, _)| uuid.as_str()).collect();
+    vsctl::del_ports(&mut ovs, &uuids)?;
+    for (_, name) in &dead {
+        cni_common::log::collected(format_args!("ovs-cni's OVS port {name}"));
+    }
+    Ok(())
 }
 
 /// The bridge of a DEL or GC, from a config that may not be complete.

@@ -237,7 +237,9 @@ impl Plugin for Tuning {
         let mut teardown = Teardown::new();
         if let Some(swept) = teardown.step(store.sweep_temp_files(STALE_TEMP_FILE_AGE)) {
             if swept > 0 {
-                tracing::info!("removed {swept} temp file(s) of writes that never finished");
+                cni_common::log::collected(format_args!(
+                    "{swept} temp file(s) of writes that never finished"
+                ));
             }
         }
         for name in store.list_attachments()? {
@@ -260,8 +262,8 @@ impl Plugin for Tuning {
                 Some(&a.container_id) == backup.container_id.as_ref()
                     && Some(&a.ifname) == backup.ifname.as_ref()
             });
-            if !kept {
-                teardown.step(store.remove(&name));
+            if !kept && teardown.step(store.remove(&name)).is_some() {
+                cni_common::log::collected(format_args!("tuning state {name}"));
             }
         }
         teardown.finish()

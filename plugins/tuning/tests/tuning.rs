@@ -493,3 +493,27 @@ fn an_add_waits_while_the_node_agent_collects_garbage() {
     assert_eq!(a.state_files().len(), 1);
     expect_success(&a.call("DEL", &conf), "DEL");
 }
+
+#[test]
+fn gc_reports_each_state_file_it_collects() {
+    netns_tests::skip_unless_root!();
+    let (keep, lose, mut conf, _) = two_attachments_sharing_a_data_dir("tuning-gc-report");
+    conf.as_object_mut().map(|c| c.remove("prevResult"));
+    conf["cni.dev/valid-attachments"] =
+        json!([{"containerID": keep.container_id, "ifname": IFNAME}]);
+    let out = call("GC", "", "", &conf, &[("CNI_LOG", "info")]);
+    expect_success(&out, "GC");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let reported: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("collected: "))
+        .collect();
+    assert_eq!(reported.len(), 1, "{stderr}");
+    assert!(
+        reported[0].ends_with(&format!(
+            "collected: tuning state {}_{IFNAME}.json",
+            lose.container_id
+        )),
+        "{stderr}"
+    );
+}
