@@ -140,7 +140,7 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
     // What is under test is the CNI DEL the kubelet asks of containerd when it stops the
     // sandboxes, not how soon the kubelet then lets the API objects go.
     let ipam = ctx.cluster.base().join("cni/ipam/kube-tier");
-    let tuning = ctx.cluster.base().join("cni/tuning");
+    let tuning = ctx.cluster.base().join("cni/state/tuning");
     wait_for("CNI DEL of both pods", Duration::from_secs(120), || {
         let ports = bridge_ports(ctx)?.len();
         let leases = ips.iter().filter(|ip| ipam.join(ip).exists()).count();
