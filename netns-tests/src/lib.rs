@@ -27,6 +27,7 @@ mod libcni;
 mod link;
 mod names;
 mod netns;
+mod node_policy;
 pub mod openvswitch;
 mod paths;
 mod plugin;
@@ -45,6 +46,7 @@ pub use paths::{
     go_plugin, go_plugin_dir, our_plugin, our_plugin_dir, target_dir, workspace_root,
     GO_PLUGIN_DIR, PLUGIN_DIR_ENV,
 };
+pub use node_policy::{test_node_policy, NODE_POLICY_ENV};
 pub use plugin::{run_plugin, run_plugin_in, PluginDir};
 pub use process::{
     describe_output, expect_failure, expect_success, run_command, wait_for, COMMAND_TIMEOUT,

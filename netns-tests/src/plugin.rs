@@ -93,7 +93,9 @@ fn plugin_command(
         Some(ns) => ns.command(&binary),
         None => Command::new(&binary),
     };
-    cmd.env_clear().env("PATH", PLUGIN_ENV_PATH);
+    cmd.env_clear()
+        .env("PATH", PLUGIN_ENV_PATH)
+        .env(crate::NODE_POLICY_ENV, crate::test_node_policy());
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -140,7 +140,11 @@ fn every_hostile_input_gets_its_error_code_and_changes_nothing() {
             .env("CNI_CONTAINERID", &a.container_id)
             .env("CNI_NETNS", a.ns.path_str())
             .env("CNI_IFNAME", IFNAME)
-            .env("CNI_PATH", "/usr/lib/cni");
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env(
+                netns_tests::NODE_POLICY_ENV,
+                netns_tests::test_node_policy(),
+            );
         for (k, v) in &case.env {
             match v {
                 Some(v) => cmd.env(k, v),

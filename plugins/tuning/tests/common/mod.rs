@@ -110,7 +110,11 @@ pub fn call(
         .env("CNI_CONTAINERID", container_id)
         .env("CNI_NETNS", netns)
         .env("CNI_IFNAME", IFNAME)
-        .env("CNI_PATH", "/usr/lib/cni");
+        .env("CNI_PATH", "/usr/lib/cni")
+        .env(
+            netns_tests::NODE_POLICY_ENV,
+            netns_tests::test_node_policy(),
+        );
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
