@@ -42,11 +42,11 @@ pub use libcni::{build_libcni_driver, LibcniAttachment, PodIdentity};
 pub use link::{parse_addresses, parse_links, Link, LinkInfo};
 pub use names::{unique_name, NAME_PREFIX};
 pub use netns::{leftover_netns, netns_exists, HostSandbox, Netns};
+pub use node_policy::{test_node_policy, NODE_POLICY_ENV};
 pub use paths::{
     go_plugin, go_plugin_dir, our_plugin, our_plugin_dir, target_dir, workspace_root,
     GO_PLUGIN_DIR, PLUGIN_DIR_ENV,
 };
-pub use node_policy::{test_node_policy, NODE_POLICY_ENV};
 pub use plugin::{run_plugin, run_plugin_in, PluginDir};
 pub use process::{
     describe_output, expect_failure, expect_success, run_command, wait_for, COMMAND_TIMEOUT,
