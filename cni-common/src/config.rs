@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::mac::MacAddr;
 use crate::result::Dns;
 
+/// The GC request's key for the attachments to keep (spec 1.1.0).
+pub const VALID_ATTACHMENTS: &str = "cni.dev/valid-attachments";
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NetConf<T> {

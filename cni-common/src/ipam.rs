@@ -6,6 +6,7 @@
 
 use std::io::Write;
 use std::net::IpAddr;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
@@ -164,12 +165,111 @@ pub fn exec_status<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
     exec(ipam_type, Command::Status, req).map(drop)
 }
 
-/// IPAM GC, when the delegate knows GC.
+/// IPAM GC, when the delegate knows GC; for host-local, also the leases it keeps of
+/// attachments that are gone (see [`release_lost_host_local_leases`]).
 pub fn exec_gc<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
-    if !delegate_knows_1_1(ipam_type, req)? {
-        return Ok(());
+    if delegate_knows_1_1(ipam_type, req)? {
+        exec(ipam_type, Command::Gc, req)?;
     }
-    exec(ipam_type, Command::Gc, req).map(drop)
+    if ipam_type == HOST_LOCAL {
+        release_lost_host_local_leases(req)?;
+    }
+    Ok(())
+}
+
+const HOST_LOCAL: &str = "host-local";
+/// host-local's `dataDir` when the config sets none.
+const HOST_LOCAL_DATA_DIR: &str = "/var/lib/cni/networks";
+/// A lease file holds a container ID and an interface name: a few hundred bytes at most.
+const MAX_LEASE_FILE: u64 = 4096;
+
+/// host-local keeps one file per leased address, `<dataDir>/<network>/<address>`, holding the
+/// container ID and the interface name, and its GC (through 1.9.1, and before 1.1.0 it has
+/// none) leaves them all: a lease whose DEL never came would be taken for good. So the leases
+/// of this network whose attachment is not among the valid ones are released with host-local's
+/// own DEL, as the lost DEL would have. Files that are not leases (`lock`, `last_reserved_ip.*`)
+/// and leases of the old one-line format (no interface name to match) are left alone.
+fn release_lost_host_local_leases<C>(req: &Request<C>) -> Result<()> {
+    let data_dir = req
+        .conf
+        .ipam
+        .as_ref()
+        .and_then(|i| i.rest.get("dataDir"))
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+        .unwrap_or(HOST_LOCAL_DATA_DIR);
+    let dir = Path::new(data_dir).join(&req.conf.name);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::wrap(format!("listing {}", dir.display()), e)),
+    };
+    let valid: std::collections::HashSet<(&str, &str)> = req
+        .conf
+        .gc_valid_attachments()
+        .iter()
+        .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
+        .collect();
+    let mut stdin: Value = serde_json::from_slice(&req.stdin)
+        .map_err(|e| Error::decoding(format!("network configuration: {e}")))?;
+    // Every host-local release from 1.0 on speaks 1.0.0; DEL needs nothing newer.
+    stdin["cniVersion"] = Value::from("1.0.0");
+    if let Some(conf) = stdin.as_object_mut() {
+        conf.remove(crate::config::VALID_ATTACHMENTS);
+    }
+    let stdin = stdin.to_string();
+    let binary = find_in_path(HOST_LOCAL, &req.cmd.path)?;
+    let mut errors = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(address) = name.to_str().filter(|n| n.parse::<IpAddr>().is_ok()) else {
+            continue;
+        };
+        let Some((container_id, ifname)) = read_lease(&entry.path()) else {
+            continue;
+        };
+        if valid.contains(&(container_id.as_str(), ifname.as_str())) {
+            continue;
+        }
+        let cmd = CmdArgs {
+            command: Command::Del,
+            container_id: container_id.clone(),
+            netns: String::new(),
+            ifname: ifname.clone(),
+            args: Default::default(),
+            path: req.cmd.path.clone(),
+        };
+        match run_delegate(&binary, Command::Del, &cmd, stdin.as_bytes()) {
+            Ok(_) => crate::log::collected(format_args!(
+                "host-local lease of {address} ({container_id}, {ifname})"
+            )),
+            Err(e) => errors.push(Error::wrap(format!("releasing the lease of {address}"), e)),
+        }
+    }
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A lease's container ID and interface name (`<id>\r\n<ifname>`, or `\n`); None for anything
+/// else.
+fn read_lease(path: &Path) -> Option<(String, String)> {
+    use std::io::Read;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_LEASE_FILE).read_to_string(&mut text).ok()?;
+    let mut lines = text.lines().map(str::trim);
+    let container_id = lines.next().filter(|l| !l.is_empty())?.to_string();
+    let ifname = lines.next().filter(|l| !l.is_empty())?.to_string();
+    Some((container_id, ifname))
 }
 
 /// Whether the delegate speaks spec 1.1.0, which brought STATUS and GC. An older delegate

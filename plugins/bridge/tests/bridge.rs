@@ -510,6 +510,34 @@ fn gc_removes_what_lost_dels_left_behind() {
 }
 
 #[test]
+fn gc_releases_the_host_local_leases_of_attachments_that_are_gone() {
+    netns_tests::skip_unless_root!();
+    let node = Node::new("br-gc-lease");
+    let mut conf = config("brgl", json!({"ipam": node.host_local("10.79.0.0/24")}));
+    let (keep, lost) = (node.pod("keep"), node.pod("lost"));
+    node.add(&keep, &conf);
+    node.add(&lost, &conf);
+    let before = node.leases();
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    conf["cniVersion"] = json!("1.1.0");
+    conf["cni.dev/valid-attachments"] = json!([{"containerID": keep.id, "ifname": IFNAME}]);
+    let out = node.call_raw("GC", "", "", "", &conf, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        netns_tests::describe_output(&out)
+    );
+    let left = node.leases();
+    assert_eq!(left.len(), 1, "the lost attachment's lease stays: {left:?}");
+    let kept = std::fs::read_to_string(node.leases_dir().join(&left[0])).expect("lease");
+    assert!(
+        kept.starts_with(&keep.id),
+        "the kept lease is not keep's: {kept:?}"
+    );
+}
+
+#[test]
 fn status_is_ok_without_ipam_and_asks_ipam_when_there_is_one() {
     netns_tests::skip_unless_root!();
     let node = Node::new("br-status");
