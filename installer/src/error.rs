@@ -61,6 +61,15 @@ pub enum Error {
         source: kube::Error,
     },
 
+    /// A call to the container runtime over CRI (`call` names the method) failed.
+    #[error("CRI {call} on {}", socket.display())]
+    Cri {
+        call: &'static str,
+        socket: PathBuf,
+        #[source]
+        source: crate::cri::CriError,
+    },
+
     /// Netlink, through the shared CNI library, whose errors say what failed.
     #[error(transparent)]
     Cni(#[from] cni_common::Error),

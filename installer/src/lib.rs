@@ -5,8 +5,10 @@
 pub mod atomic;
 pub mod bridges;
 pub mod cli;
+pub mod cri;
 pub mod digest;
 pub mod error;
+pub mod gc;
 pub mod install;
 pub mod lock;
 pub mod marker;
