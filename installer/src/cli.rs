@@ -13,7 +13,7 @@
 //! probe take the same list and use the names. Mistakes are reported on one line, like every
 //! other error, since the DaemonSet's log is where they are read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -21,6 +21,7 @@ use clap::{Args, Parser, Subcommand};
 use cni_common::node_policy::{self, PolicyFile};
 
 use crate::error::{Error, Result};
+use crate::gc::round;
 use crate::install;
 use crate::marker::Mark;
 use crate::probe;
@@ -31,6 +32,16 @@ pub const DEFAULT_TO: &str = "/host/opt/cni/bin";
 pub const DEFAULT_OVSDB: &str = "unix:/host/var/run/openvswitch/db.sock";
 /// The upstream markers' update interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+/// The node's CNI config directory, as the DaemonSet mounts it.
+pub const DEFAULT_CONF_DIR: &str = "/host/etc/cni/net.d";
+/// Where the DaemonSet mounts the node's `/`.
+pub const DEFAULT_HOST_ROOT: &str = "/host";
+/// The runtimes' CRI sockets, relative to the node's `/`: containerd's, then CRI-O's.
+pub const CRI_SOCKETS: [&str; 3] = [
+    "run/containerd/containerd.sock",
+    "var/run/crio/crio.sock",
+    "run/crio/crio.sock",
+];
 /// Where `run` reads the node's name from (the downward API's spec.nodeName).
 pub const NODE_NAME_ENV: &str = "NODE_NAME";
 
@@ -40,7 +51,8 @@ pub enum Command {
     Install(install::Options),
     Uninstall(uninstall::Options),
     Probe(probe::Options),
-    Run(RunOptions),
+    Run(Box<RunOptions>),
+    Gc(round::Options),
     /// `help`, `--help`, `<command> --help`: the text to print.
     Help(String),
 }
@@ -49,6 +61,14 @@ pub enum Command {
 pub struct RunOptions {
     pub install: install::Options,
     pub mark: Option<MarkOptions>,
+    pub gc: Option<GcLoop>,
+}
+
+/// `run --gc-interval`: a collection round this often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GcLoop {
+    pub interval: Duration,
+    pub round: round::Options,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,8 +95,38 @@ enum Sub {
     Uninstall(InstalledArgs),
     /// Exit 0 iff the plugins are installed and unchanged (readiness probe)
     Probe(InstalledArgs),
-    /// Install, then stay up; with --mark, publish the node's bridges as resources
+    /// Install, then stay up; with --mark, publish the node's bridges as resources; with
+    /// --gc-interval, collect what lost DELs left
     Run(RunArgs),
+    /// One garbage collection: run our plugins' GC for every network they serve, keeping the
+    /// attachments of the runtime's live sandboxes (needs NODE_NAME)
+    Gc(GcCommandArgs),
+}
+
+#[derive(Debug, Args)]
+struct GcCommandArgs {
+    /// The node's CNI binary directory, where this tool installed the plugins
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_TO, value_parser = non_empty_path)]
+    to: PathBuf,
+    #[command(flatten)]
+    gc: GcArgs,
+}
+
+#[derive(Debug, Args)]
+struct GcArgs {
+    /// The node's CNI config directory, whose conflists naming our plugins are collected too
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_CONF_DIR, value_parser = non_empty_path)]
+    cni_conf_dir: PathBuf,
+    /// The container runtime's CRI socket [default: containerd's, else CRI-O's, below --host-root]
+    #[arg(long, value_name = "PATH", value_parser = non_empty_path)]
+    cri_socket: Option<PathBuf>,
+    /// Where the node's / is mounted; the plugins' GC runs there, as the runtime runs them
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_HOST_ROOT, value_parser = non_empty_path)]
+    host_root: PathBuf,
+    /// How many of the node's conflists the runtime loads, in file-name order (containerd's
+    /// max_conf_num); later ones (another tool's, such as podman's) are not collected
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    node_networks: usize,
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +185,11 @@ struct RunArgs {
     /// With --mark: how often bridges are listed (500ms, 30s, 5m, 1h) [default: 60s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     interval: Option<Duration>,
+    /// Collect what lost DELs left this often (as `gc`), and when the runtime restarts
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    gc_interval: Option<Duration>,
+    #[command(flatten)]
+    gc: GcArgs,
 }
 
 /// `--plugins`, parsed: one value holding the whole list.
@@ -162,11 +217,43 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
         }),
         Sub::Run(a) => {
             let mark = mark_options(&a, node_name)?;
-            Command::Run(RunOptions {
+            let gc = match a.gc_interval {
+                Some(interval) => Some(GcLoop {
+                    interval,
+                    round: gc_options(&a.install.to, a.gc, node_name)?,
+                }),
+                None => None,
+            };
+            Command::Run(Box::new(RunOptions {
                 install: install_options(a.install),
                 mark,
-            })
+                gc,
+            }))
         }
+        Sub::Gc(a) => Command::Gc(gc_options(&a.to, a.gc, node_name)?),
+    })
+}
+
+fn gc_options(to: &Path, a: GcArgs, node_name: Option<&str>) -> Result<round::Options> {
+    let node_name = node_name.filter(|n| !n.is_empty()).ok_or_else(|| {
+        Error::msg(format!(
+            "garbage collection needs the node's name in {NODE_NAME_ENV} (env valueFrom fieldRef spec.nodeName)"
+        ))
+    })?;
+    let cri_socket = a.cri_socket.unwrap_or_else(|| {
+        let found = CRI_SOCKETS
+            .iter()
+            .map(|s| a.host_root.join(s))
+            .find(|p| p.exists());
+        found.unwrap_or_else(|| a.host_root.join(CRI_SOCKETS[0]))
+    });
+    Ok(round::Options {
+        host_root: a.host_root,
+        bin_dir: to.to_path_buf(),
+        conf_dir: a.cni_conf_dir,
+        cri_socket,
+        node_networks: a.node_networks,
+        node_name: node_name.to_string(),
     })
 }
 
@@ -410,7 +497,7 @@ mod tests {
         .expect("run");
         assert_eq!(
             run,
-            Command::Run(RunOptions {
+            Command::Run(Box::new(RunOptions {
                 install: install::Options {
                     from: "/plugins".into(),
                     to: "/host/opt/cni/bin".into(),
@@ -424,7 +511,8 @@ mod tests {
                     interval: Duration::from_secs(30),
                     node_name: "node-1".to_string(),
                 }),
-            })
+                gc: None,
+            }))
         );
     }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use cni_installer::cli::{self, Command, NODE_NAME_ENV};
 use cni_installer::error::report;
-use cni_installer::{install, probe, run, uninstall};
+use cni_installer::{gc, install, probe, run, uninstall};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -48,6 +48,12 @@ fn execute() -> anyhow::Result<()> {
             probe::probe(&opts)?;
         }
         Command::Run(opts) => run::run(&opts)?,
+        Command::Gc(opts) => {
+            let report = gc::round::collect_once(&opts)?;
+            if !report.failures.is_empty() {
+                anyhow::bail!("{} GC(s) failed", report.failures.len());
+            }
+        }
     }
     Ok(())
 }

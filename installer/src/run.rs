@@ -1,7 +1,8 @@
 //! `cni-installer run`: the DaemonSet's long-running container. Installs (a failure exits
 //! non-zero, so the kubelet restarts the pod with backoff), then stays up without writing to
 //! the binaries again, so that the DaemonSet's readiness means "installed". With `--mark`, it
-//! publishes the node's bridges every `--interval`. SIGTERM (or SIGINT) ends it cleanly and at
+//! publishes the node's bridges every `--interval`; with `--gc-interval`, it collects what lost
+//! DELs left (`gc::round`) that often and when the runtime restarts. SIGTERM (or SIGINT) ends it cleanly and at
 //! once, even in the middle of a round: each round races the signals, so a request the API
 //! server does not answer never holds the container past its grace period. The listing itself
 //! (a synchronous netlink dump, or an OVSDB request of up to seconds) runs on a blocking
@@ -15,8 +16,9 @@ use tokio::time::MissedTickBehavior;
 use tracing::{info, info_span, warn, Instrument};
 
 use crate::bridges::Source;
-use crate::cli::{MarkOptions, RunOptions};
+use crate::cli::{GcLoop, MarkOptions, RunOptions};
 use crate::error::{Error, Result};
+use crate::gc::round;
 use crate::install;
 use crate::marker::Published;
 use crate::node::NodeStatus;
@@ -28,6 +30,11 @@ const RESYNC: Duration = Duration::from_secs(10 * 60);
 /// read timeout is minutes) is given up, logged, and tried again at the next tick.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A collection runs each plugin's GC, a minute at most each; a round past this is given up.
+const GC_ROUND_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How often the runtime's socket is looked at, to collect right after a restart.
+const RUNTIME_POLL: Duration = Duration::from_secs(5);
+
 pub fn run(opts: &RunOptions) -> Result<()> {
     // Before any runtime thread exists: nothing forks while a file is open for writing.
     install::install(&opts.install)?;
@@ -38,7 +45,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             action: "starting the runtime",
             source,
         })?;
-    let result = runtime.block_on(serve(opts.mark.as_ref()));
+    let result = runtime.block_on(serve(opts));
     // A listing still running on a blocking thread when the signal came must not hold up the
     // exit: dropping the runtime would wait for it.
     runtime.shutdown_background();
@@ -58,20 +65,44 @@ fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
     signal(kind).map_err(|source| Error::System { action, source })
 }
 
-async fn serve(mark: Option<&MarkOptions>) -> Result<()> {
+/// Marks bridges and collects garbage, as asked, until a signal: each races the signals, so a
+/// request the API server does not answer never holds the container past its grace period.
+async fn serve(opts: &RunOptions) -> Result<()> {
     let mut term = catch(SignalKind::terminate(), "handling SIGTERM")?;
     let mut int = catch(SignalKind::interrupt(), "handling SIGINT")?;
-    let Some(mark) = mark else {
+    if opts.mark.is_none() && opts.gc.is_none() {
         info!("installed; waiting for SIGTERM");
         stop_signal(&mut term, &mut int).await;
         info!("stopping");
         return Ok(());
-    };
-
+    }
     let client = kube::Client::try_default()
         .await
         .map_err(|e| Error::kube("connecting to the API server", e))?;
-    let node = NodeStatus::new(client, &mark.node_name);
+    let marking = async {
+        match &opts.mark {
+            Some(mark) => mark_every(&client, mark).await,
+            None => std::future::pending().await,
+        }
+    };
+    let collecting = async {
+        match &opts.gc {
+            Some(gc) => collect_every(&client, gc).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = stop_signal(&mut term, &mut int) => {}
+        failed = marking => failed?,
+        () = collecting => {}
+    }
+    info!("stopping");
+    Ok(())
+}
+
+/// Publishes the node's bridges every `--interval`; returns only if it cannot start.
+async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
+    let node = NodeStatus::new(client.clone(), &mark.node_name);
     let source = Arc::new(Source::open(mark.mark, &mark.ovsdb)?);
     let mut published = Published::new(RESYNC);
     let mut ticker = tokio::time::interval(mark.interval);
@@ -83,31 +114,66 @@ async fn serve(mark: Option<&MarkOptions>) -> Result<()> {
         mark.interval
     );
     for n in 1u64.. {
-        tokio::select! {
-            () = stop_signal(&mut term, &mut int) => break,
-            _ = ticker.tick() => {}
-        }
+        ticker.tick().await;
         // A round that fails or takes too long is logged and tried again at the next tick; a
-        // listing that fails never publishes "no bridges". A signal ends it where it is.
+        // listing that fails never publishes "no bridges".
         let span = info_span!("mark", round = n);
         let this_round = tokio::time::timeout(
             ROUND_TIMEOUT,
             round(&node, mark, &source, &mut published).instrument(span.clone()),
         );
-        tokio::select! {
-            () = stop_signal(&mut term, &mut int) => break,
-            outcome = this_round => span.in_scope(|| match outcome {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => warn!("marking bridges: {}", e.report()),
-                Err(_) => warn!(
-                    "marking bridges: not done in {}s, given up until the next tick",
-                    ROUND_TIMEOUT.as_secs()
-                ),
-            }),
-        }
+        let outcome = this_round.await;
+        span.in_scope(|| match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!("marking bridges: {}", e.report()),
+            Err(_) => warn!(
+                "marking bridges: not done in {}s, given up until the next tick",
+                ROUND_TIMEOUT.as_secs()
+            ),
+        });
     }
-    info!("stopping");
     Ok(())
+}
+
+/// Collects garbage every `--gc-interval`, and at once when the runtime restarts (its socket is
+/// made anew): a restart is when sandboxes are most likely to have gone without their DEL.
+async fn collect_every(client: &kube::Client, gc: &GcLoop) {
+    info!(
+        "collecting what lost DELs left on node {} every {:?}",
+        gc.round.node_name, gc.interval
+    );
+    let mut runtime = socket_identity(&gc.round.cri_socket);
+    let mut due = Instant::now();
+    for n in 1u64.. {
+        let now_runtime = socket_identity(&gc.round.cri_socket);
+        let restarted = now_runtime.is_some() && now_runtime != runtime;
+        if restarted || Instant::now() >= due {
+            if restarted {
+                info!("the runtime at {} restarted", gc.round.cri_socket.display());
+            }
+            runtime = now_runtime;
+            due = Instant::now() + gc.interval;
+            let span = info_span!("gc", round = n);
+            let this_round =
+                tokio::time::timeout(GC_ROUND_TIMEOUT, round::collect_garbage(client, &gc.round));
+            match this_round.instrument(span.clone()).await {
+                Ok(Ok(report)) => span.in_scope(|| report.log()),
+                // Nothing was collected: a runtime or API server that cannot be asked never
+                // means "nothing is alive".
+                Ok(Err(e)) => span.in_scope(|| warn!("not collected: {}", e.report())),
+                Err(_) => span.in_scope(|| {
+                    warn!("not collected: not done in {}s", GC_ROUND_TIMEOUT.as_secs())
+                }),
+            }
+        }
+        tokio::time::sleep(RUNTIME_POLL.min(gc.interval)).await;
+    }
+}
+
+/// The socket file's device and inode: a runtime that restarts makes its socket anew.
+fn socket_identity(socket: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()))
 }
 
 async fn round(

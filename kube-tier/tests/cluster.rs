@@ -33,6 +33,14 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::pods::pod_deletion_leaves_nothing,
     ),
     (
+        "gc_collects_what_lost_dels_left_and_keeps_live_pods",
+        scenarios::gc::gc_collects_what_lost_dels_left,
+    ),
+    (
+        "gc_keeps_pods_created_while_it_runs",
+        scenarios::gc::gc_keeps_pods_created_while_it_runs,
+    ),
+    (
         "the_image_is_an_index_of_amd64_and_arm64",
         scenarios::image::the_image_is_an_index_of_amd64_and_arm64,
     ),

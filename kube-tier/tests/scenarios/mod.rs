@@ -3,6 +3,7 @@
 pub mod changes;
 pub mod cnao;
 pub mod diff;
+pub mod gc;
 pub mod image;
 pub mod operator;
 pub mod pods;

@@ -1,0 +1,259 @@
+//! The node agent's garbage collection (`cni-installer gc`) against the node's real runtime and
+//! API server: an attachment whose sandbox the runtime does not have (its DEL never came) goes,
+//! everything of it; the attachments of live pods, and of pods created while it runs, stay.
+//! The agent runs on the node itself here (`--host-root /`), as its DaemonSet runs it through
+//! the node's root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use kube_tier::cluster::NODE_NAME;
+use kube_tier::daemon::{run, run_with_stdin};
+
+use crate::scenarios::pods::{bridge_ports, create_pod, wait_pod_ip};
+use crate::{check, Ctx};
+
+/// One attachment made as containerd makes one (the node's conflist, our bridge then tuning),
+/// into a namespace the runtime never knew: what a runtime leaves when it loses a sandbox.
+struct Leak {
+    netns: String,
+    container_id: String,
+    ip: String,
+    host_veth: String,
+}
+
+impl Leak {
+    fn make(ctx: &Ctx, container_id: &str) -> Result<Leak> {
+        let netns = format!("kube-tier-{container_id}");
+        run(Command::new("ip").args(["netns", "add", &netns]))?;
+        let conflist: Value = serde_json::from_slice(
+            &std::fs::read(ctx.cluster.cni_conf_dir().join("10-kube-tier.conflist"))
+                .context("the node's conflist")?,
+        )?;
+        let mut prev: Option<Value> = None;
+        for plugin in conflist["plugins"].as_array().context("plugins")? {
+            let mut conf = plugin.clone();
+            conf["name"] = conflist["name"].clone();
+            conf["cniVersion"] = conflist["cniVersion"].clone();
+            if let Some(prev) = &prev {
+                conf["prevResult"] = prev.clone();
+            }
+            let kind = conf["type"].as_str().context("type")?.to_string();
+            let out = run_with_stdin(
+                Command::new(ctx.cluster.cni_bin_dir().join(&kind))
+                    .env("CNI_COMMAND", "ADD")
+                    .env("CNI_CONTAINERID", container_id)
+                    .env("CNI_NETNS", format!("/run/netns/{netns}"))
+                    .env("CNI_IFNAME", "eth0")
+                    .env("CNI_PATH", ctx.cluster.cni_bin_dir()),
+                conf.to_string().as_bytes(),
+            )
+            .with_context(|| format!("{kind} ADD of the leaked attachment"))?;
+            prev = Some(serde_json::from_str(&out)?);
+        }
+        let result = prev.context("no plugin")?;
+        let ip = result["ips"][0]["address"]
+            .as_str()
+            .and_then(|a| a.split('/').next())
+            .context("an address")?
+            .to_string();
+        let host_veth = result["interfaces"]
+            .as_array()
+            .and_then(|ifs| {
+                ifs.iter()
+                    .find(|i| i["sandbox"].is_null() && i["name"].as_str() != Some("cni0"))
+            })
+            .and_then(|i| i["name"].as_str())
+            .context("the host veth")?
+            .to_string();
+        Ok(Leak {
+            netns,
+            container_id: container_id.to_string(),
+            ip,
+            host_veth,
+        })
+    }
+
+    fn lease(&self, ctx: &Ctx) -> PathBuf {
+        ctx.cluster.base().join("cni/ipam/kube-tier").join(&self.ip)
+    }
+
+    fn tuning_state(&self, ctx: &Ctx) -> PathBuf {
+        ctx.cluster
+            .base()
+            .join("cni/state/tuning")
+            .join(format!("{}_eth0.json", self.container_id))
+    }
+}
+
+impl Drop for Leak {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .status();
+    }
+}
+
+/// `cni-installer gc` once, on the node: what it logged.
+fn collect(ctx: &Ctx) -> Result<String> {
+    let out = Command::new(ctx.repo.join("target/installer/cni-installer"))
+        .arg("gc")
+        .arg("--to")
+        .arg(ctx.cluster.cni_bin_dir())
+        .arg("--cni-conf-dir")
+        .arg(ctx.cluster.cni_conf_dir())
+        .arg("--cri-socket")
+        .arg(ctx.cluster.containerd_socket())
+        .args(["--host-root", "/"])
+        .env("NODE_NAME", NODE_NAME)
+        .env("KUBECONFIG", ctx.cluster.kubeconfig())
+        .output()
+        .context("running cni-installer gc")?;
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    anyhow::ensure!(out.status.success(), "cni-installer gc failed:\n{log}");
+    Ok(log)
+}
+
+fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
+    create_pod(ctx, "gc-live")?;
+    let live_ip = wait_pod_ip(ctx, "gc-live")?;
+    let live_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&live_ip);
+    let leak = Leak::make(ctx, "gc-leaked-1")?;
+    let ports = |ctx: &Ctx| -> Result<Vec<String>> {
+        Ok(bridge_ports(ctx)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect())
+    };
+    check(ports(ctx)?.contains(&leak.host_veth), || {
+        format!(
+            "the leaked attachment's port {} is not on the bridge",
+            leak.host_veth
+        )
+    })?;
+    check(
+        exists(&leak.lease(ctx)) && exists(&leak.tuning_state(ctx)),
+        || "the leaked attachment has no lease or tuning state".into(),
+    )?;
+    let before = ports(ctx)?.len();
+
+    let report = collect(ctx).context("cni-installer gc")?;
+    println!(
+        "    cni-installer gc:\n      {}",
+        report.trim().replace('\n', "\n      ")
+    );
+    let after = ports(ctx)?;
+    check(!after.contains(&leak.host_veth), || {
+        format!(
+            "the leaked port {} is still on the bridge: {after:?}",
+            leak.host_veth
+        )
+    })?;
+    check(after.len() + 1 == before, || {
+        format!("GC removed more than the leaked port: {before} ports before, {after:?} after")
+    })?;
+    check(!exists(&leak.lease(ctx)), || {
+        format!("the leaked lease {} is left", leak.lease(ctx).display())
+    })?;
+    check(!exists(&leak.tuning_state(ctx)), || {
+        format!(
+            "the leaked tuning state {} is left",
+            leak.tuning_state(ctx).display()
+        )
+    })?;
+    check(
+        report.contains(&format!("collected port {}", leak.host_veth)),
+        || format!("the agent did not say what it collected:\n{report}"),
+    )?;
+    check(exists(&live_lease), || {
+        "the live pod's lease was collected".into()
+    })?;
+    let out = ctx.kubectl(&[
+        "exec",
+        "-n",
+        "default",
+        "gc-live",
+        "--",
+        "ping",
+        "-c",
+        "1",
+        "-W",
+        "2",
+        kube_tier::node::NODE_IP,
+    ])?;
+    check(out.contains(" 0% packet loss"), || {
+        format!("the live pod lost its network:\n{out}")
+    })?;
+    ctx.kubectl(&["delete", "pod", "-n", "default", "gc-live", "--wait=false"])?;
+    Ok(())
+}
+
+pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
+    let stop = AtomicBool::new(false);
+    let ctx = &*ctx;
+    let (rounds, pods) = std::thread::scope(|s| -> Result<(usize, Vec<String>)> {
+        let collector = s.spawn(|| -> Result<usize> {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                collect(ctx)?;
+                n += 1;
+            }
+            Ok(n)
+        });
+        let made: Result<Vec<String>> = (0..3)
+            .map(|i| {
+                let name = format!("gc-new-{i}");
+                create_pod(ctx, &name)?;
+                wait_pod_ip(ctx, &name).map(|_| name)
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        let rounds = collector.join().expect("the collector thread")?;
+        Ok((rounds, made?))
+    })?;
+    // One more round once every pod runs: each must keep what it has.
+    collect(ctx)?;
+    for pod in &pods {
+        let ip = wait_pod_ip(ctx, pod)?;
+        check(
+            ctx.cluster
+                .base()
+                .join("cni/ipam/kube-tier")
+                .join(&ip)
+                .exists(),
+            || format!("{pod}'s lease of {ip} was collected"),
+        )?;
+        let out = ctx.kubectl(&[
+            "exec",
+            "-n",
+            "default",
+            pod,
+            "--",
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            kube_tier::node::NODE_IP,
+        ])?;
+        check(out.contains(" 0% packet loss"), || {
+            format!("{pod} lost its network after {rounds} collection rounds:\n{out}")
+        })?;
+    }
+    println!(
+        "    {rounds} collection rounds ran while {} pods started",
+        pods.len()
+    );
+    for pod in &pods {
+        ctx.kubectl(&["delete", "pod", "-n", "default", pod, "--wait=false"])?;
+    }
+    Ok(())
+}
