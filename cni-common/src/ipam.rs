@@ -231,6 +231,17 @@ fn release_lost_host_local_leases<C>(req: &Request<C>) -> Result<()> {
         if valid.contains(&(container_id.as_str(), ifname.as_str())) {
             continue;
         }
+        // What a file says becomes host-local's environment: only what a runtime could pass.
+        if let Err(e) = crate::env::validate_container_id(&container_id)
+            .and_then(|()| crate::env::validate_ifname(&ifname))
+        {
+            tracing::warn!(
+                "{}: not a lease host-local wrote ({}); left",
+                entry.path().display(),
+                e.msg()
+            );
+            continue;
+        }
         let cmd = CmdArgs {
             command: Command::Del,
             container_id: container_id.clone(),

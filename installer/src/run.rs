@@ -38,18 +38,30 @@ const RUNTIME_POLL: Duration = Duration::from_secs(5);
 pub fn run(opts: &RunOptions) -> Result<()> {
     // Before any runtime thread exists: nothing forks while a file is open for writing.
     install::install(&opts.install)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| Error::System {
-            action: "starting the runtime",
-            source,
-        })?;
+    let runtime = current_thread_runtime()?;
     let result = runtime.block_on(serve(opts));
     // A listing still running on a blocking thread when the signal came must not hold up the
     // exit: dropping the runtime would wait for it.
     runtime.shutdown_background();
     result
+}
+
+/// The one-threaded runtime `run` and `gc` work on: their work is requests and waits.
+pub(crate) fn current_thread_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::System {
+            action: "starting the runtime",
+            source,
+        })
+}
+
+/// The API server of the cluster this runs in (or of KUBECONFIG).
+pub(crate) async fn api_client() -> Result<kube::Client> {
+    kube::Client::try_default()
+        .await
+        .map_err(|e| Error::kube("connecting to the API server", e))
 }
 
 /// Returns when SIGTERM or SIGINT arrives (or arrived since the last call).
@@ -76,9 +88,7 @@ async fn serve(opts: &RunOptions) -> Result<()> {
         info!("stopping");
         return Ok(());
     }
-    let client = kube::Client::try_default()
-        .await
-        .map_err(|e| Error::kube("connecting to the API server", e))?;
+    let client = api_client().await?;
     let marking = async {
         match &opts.mark {
             Some(mark) => mark_every(&client, mark).await,

@@ -70,17 +70,8 @@ impl Report {
 
 /// `cni-installer gc`: one round, then the report.
 pub fn collect_once(opts: &Options) -> Result<Report> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| Error::System {
-            action: "starting the runtime",
-            source,
-        })?;
-    runtime.block_on(async {
-        let client = Client::try_default()
-            .await
-            .map_err(|e| Error::kube("connecting to the API server", e))?;
+    crate::run::current_thread_runtime()?.block_on(async {
+        let client = crate::run::api_client().await?;
         let report = collect_garbage(&client, opts).await?;
         report.log();
         Ok(report)

@@ -118,6 +118,26 @@ fn collect(ctx: &Ctx) -> Result<String> {
     Ok(log)
 }
 
+/// One ping from `pod` to the node's address on the pod bridge, its gateway.
+fn reaches_its_gateway(ctx: &Ctx, pod: &str, when: &str) -> Result<()> {
+    let out = ctx.kubectl(&[
+        "exec",
+        "-n",
+        "default",
+        pod,
+        "--",
+        "ping",
+        "-c",
+        "1",
+        "-W",
+        "2",
+        kube_tier::node::NODE_IP,
+    ])?;
+    check(out.contains(" 0% packet loss"), || {
+        format!("{pod} lost its network {when}:\n{out}")
+    })
+}
+
 fn exists(path: &Path) -> bool {
     path.exists()
 }
@@ -176,22 +196,7 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
     check(exists(&live_lease), || {
         "the live pod's lease was collected".into()
     })?;
-    let out = ctx.kubectl(&[
-        "exec",
-        "-n",
-        "default",
-        "gc-live",
-        "--",
-        "ping",
-        "-c",
-        "1",
-        "-W",
-        "2",
-        kube_tier::node::NODE_IP,
-    ])?;
-    check(out.contains(" 0% packet loss"), || {
-        format!("the live pod lost its network:\n{out}")
-    })?;
+    reaches_its_gateway(ctx, "gc-live", "after the collection")?;
     ctx.kubectl(&["delete", "pod", "-n", "default", "gc-live", "--wait=false"])?;
     Ok(())
 }
@@ -231,22 +236,7 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
                 .exists(),
             || format!("{pod}'s lease of {ip} was collected"),
         )?;
-        let out = ctx.kubectl(&[
-            "exec",
-            "-n",
-            "default",
-            pod,
-            "--",
-            "ping",
-            "-c",
-            "1",
-            "-W",
-            "2",
-            kube_tier::node::NODE_IP,
-        ])?;
-        check(out.contains(" 0% packet loss"), || {
-            format!("{pod} lost its network after {rounds} collection rounds:\n{out}")
-        })?;
+        reaches_its_gateway(ctx, pod, &format!("after {rounds} collection rounds"))?;
     }
     println!(
         "    {rounds} collection rounds ran while {} pods started",
