@@ -5,7 +5,9 @@
 //!
 //! - [`setup`]: installs what is needed, idempotently, as root;
 //! - [`run`]: boots the kernel, runs one command as root in the guest, powers off and reports
-//!   the command's exit status;
+//!   the command's exit status; its command line is in `cli`, the guest's script and virtme-ng's
+//!   arguments in `guest`, the kernel console's handling in `console`, and how a run ended in
+//!   `report`;
 //! - [`check`]: inside the guest, verifies loudly the kernel features the project's tests need.
 //!
 //! The `real-kernel` binary exposes the three as subcommands; the tests call them through
@@ -13,8 +15,12 @@
 //! (`scripts/real-kernel.d/guest-init`), since it must run before anything else is mounted.
 
 pub mod check;
+mod cli;
+mod console;
 mod error;
 mod exec;
+mod guest;
+mod report;
 pub mod run;
 pub mod setup;
 
