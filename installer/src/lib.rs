@@ -10,6 +10,7 @@ pub mod digest;
 pub mod error;
 pub mod gc;
 pub mod install;
+pub mod link_events;
 pub mod lock;
 pub mod marker;
 pub mod node;

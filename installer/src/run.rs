@@ -1,8 +1,10 @@
 //! `cni-installer run`: the DaemonSet's long-running container. Installs (a failure exits
 //! non-zero, so the kubelet restarts the pod with backoff), then stays up without writing to
 //! the binaries again, so that the DaemonSet's readiness means "installed". With `--mark`, it
-//! publishes the node's bridges every `--interval`; with `--gc-interval`, it collects what lost
-//! DELs left (`gc::round`) that often and when the runtime restarts. SIGTERM (or SIGINT) ends it cleanly and at
+//! publishes the node's bridges when the kernel reports a link appearing, going or moving
+//! (`link_events`), within a second, and lists them every `--interval` as well, a resync for
+//! notifications lost; with `--gc-interval`, it collects what lost DELs left (`gc::round`)
+//! that often and when the runtime restarts. SIGTERM (or SIGINT) ends it cleanly and at
 //! once, even in the middle of a round: each round races the signals, so a request the API
 //! server does not answer never holds the container past its grace period. The listing itself
 //! (a synchronous netlink dump, or an OVSDB request of up to seconds) runs on a blocking
@@ -20,6 +22,7 @@ use crate::cli::{GcLoop, MarkOptions, RunOptions};
 use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
+use crate::link_events::LinkWatch;
 use crate::marker::Published;
 use crate::node::NodeStatus;
 
@@ -29,6 +32,10 @@ const RESYNC: Duration = Duration::from_secs(10 * 60);
 /// A round that has not finished by then (an API server that does not answer: the client's own
 /// read timeout is minutes) is given up, logged, and tried again at the next tick.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Link notifications within this long after the first make one round: creating a bridge and
+/// its ports, or a pod's veth coming up, is a burst of them.
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// A collection runs each plugin's GC, a minute at most each; a round past this is given up.
 const GC_ROUND_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -110,23 +117,33 @@ async fn serve(opts: &RunOptions) -> Result<()> {
     Ok(())
 }
 
-/// Publishes the node's bridges every `--interval`; returns only if it cannot start.
+/// Publishes the node's bridges when its links change and every `--interval`; returns only if
+/// it cannot start.
 async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
     let node = NodeStatus::new(client.clone(), &mark.node_name);
     let source = Arc::new(Source::open(mark.mark, &mark.ovsdb)?);
     let mut published = Published::new(RESYNC);
+    // Subscribed before the first listing, so that no change in between goes unseen. Without
+    // notifications the ticks still publish everything, later.
+    let mut links = LinkWatch::open()
+        .inspect_err(|e| warn!("{}; listing every {:?} only", e.report(), mark.interval))
+        .ok();
     let mut ticker = tokio::time::interval(mark.interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     info!(
-        "publishing {} bridges of node {} every {:?}",
+        "publishing {} bridges of node {} when its links change, and every {:?}",
         mark.mark.as_str(),
         node.name(),
         mark.interval
     );
     for n in 1u64.. {
-        ticker.tick().await;
-        // A round that fails or takes too long is logged and tried again at the next tick; a
-        // listing that fails never publishes "no bridges".
+        tokio::select! {
+            _ = ticker.tick() => {}
+            // A round lists everything: the next resync is due a whole interval after it.
+            () = link_change(&mut links, mark.interval) => ticker.reset(),
+        }
+        // A round that fails or takes too long is logged and tried again at the next tick or
+        // link change; a listing that fails never publishes "no bridges".
         let span = info_span!("mark", round = n);
         let this_round = tokio::time::timeout(
             ROUND_TIMEOUT,
@@ -143,6 +160,22 @@ async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Returns when a link changed (or notifications were lost), once the burst has settled; never
+/// without notifications. A socket that fails is dropped for the ticks alone.
+async fn link_change(links: &mut Option<LinkWatch>, interval: Duration) {
+    let Some(watch) = links else {
+        return std::future::pending().await;
+    };
+    let changed = match watch.changed().await {
+        Ok(()) => watch.settle(SETTLE).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = changed {
+        warn!("{}; listing every {interval:?} only", e.report());
+        *links = None;
+    }
 }
 
 /// Collects garbage every `--gc-interval`, and at once when the runtime restarts (its socket is

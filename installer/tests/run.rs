@@ -1,7 +1,7 @@
 //! `cni-installer run` end to end: it installs, stays up, publishes the Linux bridges of its
 //! network namespace on a Node held by a small fake API server (in the same throwaway
-//! namespace, reached through a kubeconfig), follows bridges coming and going, and exits 0 on
-//! SIGTERM.
+//! namespace, reached through a kubeconfig), follows bridges coming and going (on the kernel's
+//! link notifications, not only its ticks), and exits 0 on SIGTERM.
 
 mod common;
 
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use cni_common::netlink::Netlink;
 use cni_common::netns::NetNs;
 use common::*;
+use netns_tests::openvswitch::OvsNode;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
@@ -158,7 +159,17 @@ fn node(capacity: &BTreeMap<String, String>) -> Value {
 
 /// Waits until `cond` holds on the cluster, or fails after a while.
 fn wait_for(cluster: &Mutex<Cluster>, what: &str, cond: impl Fn(&Cluster) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_for_within(cluster, Duration::from_secs(20), what, cond);
+}
+
+/// Waits until `cond` holds on the cluster, or fails after `timeout`.
+fn wait_for_within(
+    cluster: &Mutex<Cluster>,
+    timeout: Duration,
+    what: &str,
+    cond: impl Fn(&Cluster) -> bool,
+) {
+    let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if cond(&cluster.lock().expect("cluster")) {
             return;
@@ -180,6 +191,17 @@ fn bridge_keys(c: &Cluster) -> Vec<String> {
         .collect()
 }
 
+const LINUX_BRIDGES_EVERY_100MS: [&str; 4] = ["--mark", "linux-bridge", "--interval", "100ms"];
+const LINUX_BRIDGES_EVERY_HOUR: [&str; 4] = ["--mark", "linux-bridge", "--interval", "1h"];
+
+fn ovs_keys(c: &Cluster) -> Vec<String> {
+    c.capacity
+        .keys()
+        .filter(|k| k.starts_with("ovs-cni.network.kubevirt.io/"))
+        .cloned()
+        .collect()
+}
+
 /// Stops a child we started, by its pid.
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
@@ -194,9 +216,41 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// Starts `cni-installer run --mark linux-bridge --interval 100ms` in `ns`, installing
-/// `bridge` from `src` to `dst`, against the fake API server on `port`.
-fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Child {
+/// A marking `run` we started; killed if a failed test leaves it running (its interval may be
+/// an hour).
+struct Marking(Child);
+
+impl std::ops::Deref for Marking {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Marking {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Marking {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Starts `cni-installer run <marking>` in `ns`, installing `bridge` from `src` to `dst`,
+/// against the fake API server on `port`.
+fn start_marking(
+    t: &TestDir,
+    ns: &NetNs,
+    port: u16,
+    (src, dst): (&str, &str),
+    marking: &[&str],
+) -> Marking {
     let kubeconfig = t.path().join("kubeconfig");
     fs::write(
         &kubeconfig,
@@ -207,7 +261,7 @@ fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Ch
         ),
     )
     .expect("kubeconfig");
-    Command::new("/usr/bin/nsenter")
+    let child = Command::new("/usr/bin/nsenter")
         .arg(format!(
             "--net=/proc/{}/fd/{}",
             std::process::id(),
@@ -215,14 +269,15 @@ fn start_marking(t: &TestDir, ns: &NetNs, port: u16, src: &str, dst: &str) -> Ch
         ))
         .arg(installer())
         .args(["run", "--from", src, "--to", dst, "--plugins", "bridge"])
-        .args(["--mark", "linux-bridge", "--interval", "100ms"])
+        .args(marking)
         .env_clear()
         .env("NODE_NAME", "node-1")
         .env("KUBECONFIG", &kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start cni-installer run")
+        .expect("start cni-installer run");
+    Marking(child)
 }
 
 #[test]
@@ -252,7 +307,7 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
         );
     }
     let port = fake_api_server(&ns, cluster.clone());
-    let mut child = start_marking(&t, &ns, port, &s, &d);
+    let mut child = start_marking(&t, &ns, port, (&s, &d), &LINUX_BRIDGES_EVERY_100MS);
 
     wait_for(&cluster, "br0 and br1 published, gone withdrawn", |c| {
         bridge_keys(c)
@@ -318,6 +373,98 @@ fn run_installs_marks_bridges_follows_them_and_stops_on_sigterm() {
     assert!(log.contains("stopping"), "{log}");
 }
 
+/// With an interval of an hour, only the kernel's link notifications can tell the agent: a
+/// bridge created after it started is published, and withdrawn once deleted, within seconds.
+#[test]
+fn bridges_are_published_and_withdrawn_on_link_events_long_before_the_interval() {
+    netns_tests::skip_unless_root!();
+    let t = TestDir::new("run-events");
+    let (src, _dst, s, d) = t.src_dst();
+    write_plugin(&src, "bridge", b'b', 10);
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    nl.link_set_up_by_name("lo").expect("lo up");
+    nl.link_add_bridge("br0", None, false).expect("bridge");
+    let cluster = Arc::new(Mutex::new(Cluster::default()));
+    let port = fake_api_server(&ns, cluster.clone());
+    let mut child = start_marking(&t, &ns, port, (&s, &d), &LINUX_BRIDGES_EVERY_HOUR);
+    // The first round, at start: the agent listens to link notifications from then on.
+    wait_for(&cluster, "br0 published at start", |c| {
+        bridge_keys(c) == ["bridge.network.kubevirt.io/br0"]
+    });
+
+    let soon = Duration::from_secs(10);
+    nl.link_add_bridge("br1", None, false).expect("br1");
+    wait_for_within(&cluster, soon, "br1 published", |c| {
+        bridge_keys(c)
+            == [
+                "bridge.network.kubevirt.io/br0",
+                "bridge.network.kubevirt.io/br1",
+            ]
+    });
+    let br1 = nl.link_show("br1").expect("show").expect("br1");
+    nl.link_del(br1.index).expect("del br1");
+    wait_for_within(&cluster, soon, "br1 withdrawn", |c| {
+        bridge_keys(c) == ["bridge.network.kubevirt.io/br0"]
+    });
+
+    let status = terminate(&mut child);
+    let mut log = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut log);
+    }
+    assert!(status.success(), "exit on SIGTERM: {status}: {log}");
+    assert!(
+        log.contains("withdrew bridge.network.kubevirt.io/br1"),
+        "{log}"
+    );
+}
+
+/// An Open vSwitch bridge has a netdev in the kernel too (a tap with the userspace datapath):
+/// with an interval of an hour, its link notifications alone make `--mark ovs` publish a bridge
+/// added after it started, and withdraw it once deleted, within seconds.
+#[test]
+fn ovs_bridges_are_published_and_withdrawn_on_link_events_long_before_the_interval() {
+    netns_tests::skip_unless_root!();
+    let t = TestDir::new("run-ovs-events");
+    let (src, _dst, s, d) = t.src_dst();
+    write_plugin(&src, "bridge", b'b', 10);
+    // ovsdb-server and ovs-vswitchd in a namespace of the test's own, with bridge br0.
+    let ovs = OvsNode::start("inst-run-ovs");
+    let ns = NetNs::open(ovs.host.netns().path()).expect("the OVS node's namespace");
+    let cluster = Arc::new(Mutex::new(Cluster::default()));
+    let port = fake_api_server(&ns, cluster.clone());
+    let db = ovs.socket();
+    let marking = ["--mark", "ovs", "--ovsdb", &db, "--interval", "1h"];
+    let mut child = start_marking(&t, &ns, port, (&s, &d), &marking);
+    wait_for(&cluster, "br0 published at start", |c| {
+        ovs_keys(c) == ["ovs-cni.network.kubevirt.io/br0"]
+    });
+
+    let soon = Duration::from_secs(10);
+    ovs.vsctl(&[
+        "add-br",
+        "br1",
+        "--",
+        "set",
+        "bridge",
+        "br1",
+        "datapath_type=netdev",
+    ]);
+    wait_for_within(&cluster, soon, "br1 published", |c| {
+        ovs_keys(c)
+            == [
+                "ovs-cni.network.kubevirt.io/br0",
+                "ovs-cni.network.kubevirt.io/br1",
+            ]
+    });
+    ovs.vsctl(&["del-br", "br1"]);
+    wait_for_within(&cluster, soon, "br1 withdrawn", |c| {
+        ovs_keys(c) == ["ovs-cni.network.kubevirt.io/br0"]
+    });
+    assert!(terminate(&mut child).success());
+}
+
 /// SIGTERM ends `run` at once even while a round waits for an API server that does not answer
 /// (the client's own read timeout is minutes, the pod's grace period 30 s).
 #[test]
@@ -335,7 +482,7 @@ fn sigterm_stops_run_while_the_api_server_does_not_answer() {
         ..Cluster::default()
     }));
     let port = fake_api_server(&ns, cluster.clone());
-    let mut child = start_marking(&t, &ns, port, &s, &d);
+    let mut child = start_marking(&t, &ns, port, (&s, &d), &LINUX_BRIDGES_EVERY_100MS);
     wait_for(&cluster, "a GET of the node, left unanswered", |c| {
         c.hung > 0
     });

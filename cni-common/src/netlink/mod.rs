@@ -22,10 +22,12 @@ use crate::netns::NetNs;
 
 mod addr;
 mod bridge;
+mod events;
 mod link;
 mod macvtap;
 mod route;
 
+pub use events::{LinkEvent, LinkEvents, LinkNotices};
 pub use link::{Link, Veth};
 
 pub use bridge::{BridgePort, PortVlan};
