@@ -182,7 +182,8 @@ struct RunArgs {
     /// [default: unix:/host/var/run/openvswitch/db.sock]
     #[arg(long, value_name = "ENDPOINT", value_parser = non_empty)]
     ovsdb: Option<String>,
-    /// With --mark: how often bridges are listed (500ms, 30s, 5m, 1h) [default: 60s]
+    /// With --mark: how often bridges are listed besides on link changes, a resync (500ms, 30s,
+    /// 5m, 1h) [default: 60s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     interval: Option<Duration>,
     /// Collect what lost DELs left this often (as `gc`), and when the runtime restarts
@@ -220,7 +221,11 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
             let gc = match a.gc_interval {
                 Some(interval) => Some(GcLoop {
                     interval,
-                    round: gc_options(&a.install.to, a.gc, node_name)?,
+                    round: round::Options {
+                        plugins: names(a.install.plugins.clone())
+                            .map(|names| names.into_iter().collect()),
+                        ..gc_options(&a.install.to, a.gc, node_name)?
+                    },
                 }),
                 None => None,
             };
@@ -254,6 +259,7 @@ fn gc_options(to: &Path, a: GcArgs, node_name: Option<&str>) -> Result<round::Op
         cri_socket,
         node_networks: a.node_networks,
         node_name: node_name.to_string(),
+        plugins: None,
     })
 }
 
@@ -580,6 +586,31 @@ mod tests {
             panic!("not run");
         };
         assert_eq!(run.install.plugins.map(|p| p.len()), Some(4));
+    }
+
+    /// Each DaemonSet's agent collects for the plugins it installs, under every name it gives
+    /// them; `gc` alone collects for everything the record names.
+    #[test]
+    fn run_collects_for_the_plugins_it_installs() {
+        let line =
+            "run --to /host/opt/cni/bin --plugins bridge,cnv-bridge=bridge --gc-interval 30s \
+                    --cri-socket /host/run/containerd/containerd.sock";
+        let Command::Run(run) = parse(&args(line), Some("node01")).expect("run") else {
+            panic!("not run");
+        };
+        let gc = run.gc.expect("--gc-interval");
+        assert_eq!(gc.interval, Duration::from_secs(30));
+        assert_eq!(
+            gc.round.plugins,
+            Some(["bridge", "cnv-bridge"].map(String::from).into())
+        );
+        assert_eq!(gc.round.node_name, "node01");
+        let Command::Gc(round) =
+            parse(&args("gc --to /host/opt/cni/bin"), Some("node01")).expect("gc")
+        else {
+            panic!("not gc");
+        };
+        assert_eq!(round.plugins, None);
     }
 
     #[test]

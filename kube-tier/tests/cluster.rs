@@ -89,6 +89,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::own_components_reach_available,
     ),
     (
+        "the_node_agents_collect_what_lost_dels_left",
+        scenarios::gc::the_node_agents_collect_what_lost_dels_left,
+    ),
+    (
         "events_are_recorded_in_default",
         scenarios::operator::events_in_default,
     ),
@@ -281,6 +285,8 @@ impl Ctx {
         }
         let bin = format!("CNI_BIN_DIR={}", self.cluster.cni_bin_dir().display());
         let conf = format!("CNI_CONF_DIR={}", self.cluster.cni_conf_dir().display());
+        let cri = format!("CRI_SOCKET={}", self.cluster.containerd_socket().display());
+        let gc = format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL);
         self.kubectl(&[
             "set",
             "env",
@@ -289,6 +295,8 @@ impl Ctx {
             NAMESPACE,
             &bin,
             &conf,
+            &cri,
+            &gc,
         ])?;
         self.wait_rollout("deployment", OPERATOR)
     }

@@ -3,6 +3,17 @@
 
 use std::time::Duration;
 
+/// `d` in whole seconds, in its largest whole unit (`10m`, `90s`, `2h`, `0s`): a string both Go
+/// and the installer's `--gc-interval` parse. Sub-second parts are dropped.
+pub fn format_duration(d: Duration) -> String {
+    match d.as_secs() {
+        0 => "0s".to_string(),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 /// Parses a Go duration string. Negative durations parse (Go accepts them) and are returned as
 /// `Err` with the reason, since no field here may be negative.
 pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
@@ -70,6 +81,21 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_whole_seconds_in_one_unit_that_parses_back() {
+        for (secs, text) in [
+            (0, "0s"),
+            (90, "90s"),
+            (600, "10m"),
+            (5400, "90m"),
+            (7200, "2h"),
+        ] {
+            let d = Duration::from_secs(secs);
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_go_duration(text), Ok(d));
+        }
+    }
 
     #[test]
     fn parses_what_go_parses() {

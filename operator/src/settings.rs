@@ -6,6 +6,9 @@
 //! come from the downward API: the components go to the namespace the operator runs in.
 
 use std::env;
+use std::time::Duration;
+
+use crate::duration::{format_duration, parse_go_duration};
 
 pub const DEFAULT_NAMESPACE: &str = "cluster-network-addons";
 pub const DEFAULT_CNI_BIN_DIR: &str = "/opt/cni/bin";
@@ -13,6 +16,9 @@ pub const DEFAULT_CNI_CONF_DIR: &str = "/etc/cni/net.d";
 /// OpenShift 4's CNI directories, used there unless `CNI_BIN_DIR`/`CNI_CONF_DIR` name others.
 pub const OPENSHIFT_CNI_BIN_DIR: &str = "/var/lib/cni/bin";
 pub const OPENSHIFT_CNI_CONF_DIR: &str = "/etc/kubernetes/cni/net.d";
+/// How often the node agents collect what lost DELs left: often enough that a node rebooted
+/// or a runtime restarted is clean within minutes, rarely enough to cost nothing.
+pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(10 * 60);
 
 /// The upstream operator's variables for the images of linux-bridge, its marker and ovs-cni:
 /// here `PLUGINS_IMAGE` carries our plugins, installer and marker instead, so these are not
@@ -59,6 +65,12 @@ pub struct Settings {
     pub cni_bin_dir: String,
     /// `CNI_CONF_DIR`: the node's network config directory.
     pub cni_conf_dir: String,
+    /// `CRI_SOCKET`: the node's container runtime socket, for the agents' garbage collection;
+    /// empty: containerd's, else CRI-O's.
+    pub cri_socket: String,
+    /// `GC_INTERVAL` (a duration: `10m`, `90s`; `0` turns collection off): how often the node
+    /// agents collect what lost DELs left.
+    pub gc_interval: Duration,
     /// `POD_NAME` (else `HOSTNAME`): names this operator in its events (`reportingInstance`).
     pub pod_name: String,
 }
@@ -92,6 +104,8 @@ impl Settings {
             runbook_url_template: "https://kubevirt.io/monitoring/runbooks/%s".to_string(),
             cni_bin_dir: DEFAULT_CNI_BIN_DIR.to_string(),
             cni_conf_dir: DEFAULT_CNI_CONF_DIR.to_string(),
+            cri_socket: String::new(),
+            gc_interval: DEFAULT_GC_INTERVAL,
             pod_name: String::new(),
         }
         .with_upstream_image_defaults()
@@ -144,6 +158,17 @@ impl Settings {
         set(&mut s.runbook_url_template, "RUNBOOK_URL_TEMPLATE");
         set(&mut s.cni_bin_dir, "CNI_BIN_DIR");
         set(&mut s.cni_conf_dir, "CNI_CONF_DIR");
+        set(&mut s.cri_socket, "CRI_SOCKET");
+        if let Ok(v) = env::var("GC_INTERVAL") {
+            match parse_go_duration(&v) {
+                Ok(interval) => s.gc_interval = interval,
+                // Not fatal: the agents still collect, at the default interval.
+                Err(e) if !v.is_empty() => {
+                    tracing::warn!("GC_INTERVAL: {e}; the default {DEFAULT_GC_INTERVAL:?} is used")
+                }
+                Err(_) => {}
+            }
+        }
         s
     }
 
@@ -194,6 +219,11 @@ impl Settings {
             ("RUNBOOK_URL_TEMPLATE", literal(&self.runbook_url_template)),
             ("CNI_BIN_DIR", literal(&self.cni_bin_dir)),
             ("CNI_CONF_DIR", literal(&self.cni_conf_dir)),
+            ("CRI_SOCKET", literal(&self.cri_socket)),
+            (
+                "GC_INTERVAL",
+                EnvValue::Literal(format_duration(self.gc_interval)),
+            ),
         ]
     }
 }

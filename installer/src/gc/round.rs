@@ -41,6 +41,9 @@ pub struct Options {
     /// How many of the node's conflists the runtime loads (the first ones, in file-name order).
     pub node_networks: usize,
     pub node_name: String,
+    /// Only these of our plugins (the names `run --plugins` installs, so each DaemonSet
+    /// collects for its own); None: every plugin the record names.
+    pub plugins: Option<BTreeSet<String>>,
 }
 
 /// What a round did.
@@ -89,7 +92,7 @@ pub async fn collect_garbage(client: &Client, opts: &Options) -> Result<Report> 
         .map_err(|e| Error::io("locking", &lock_path, e))?;
     let sandboxes = cri::list_pod_sandboxes(&opts.cri_socket, CRI_TIMEOUT).await?;
     let pods = node_pods(client, &opts.node_name).await?;
-    let ours = our_plugins(&opts.bin_dir)?;
+    let ours = our_plugins(&opts.bin_dir, opts.plugins.as_ref())?;
     let networks = served_networks(client, opts, &ours).await?;
     let live: Vec<LiveSandbox> = sandboxes
         .into_iter()
@@ -139,9 +142,13 @@ pub async fn collect_garbage(client: &Client, opts: &Options) -> Result<Report> 
     Ok(report)
 }
 
-/// The plugins this agent installed: the only ones whose GC it runs.
-fn our_plugins(bin_dir: &Path) -> Result<BTreeSet<String>> {
-    Ok(Record::load(bin_dir)?.plugins.into_keys().collect())
+/// The plugins this agent installed (of `only`, if given): the only ones whose GC it runs.
+fn our_plugins(bin_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<BTreeSet<String>> {
+    Ok(Record::load(bin_dir)?
+        .plugins
+        .into_keys()
+        .filter(|name| only.is_none_or(|only| only.contains(name)))
+        .collect())
 }
 
 /// `path` (as this process sees it) as the node sees it, below `host_root`.

@@ -1,21 +1,26 @@
-//! The node agent's garbage collection (`cni-installer gc`) against the node's real runtime and
-//! API server: an attachment whose sandbox the runtime does not have (its DEL never came) goes,
-//! everything of it; the attachments of live pods, and of pods created while it runs, stay.
-//! The agent runs on the node itself here (`--host-root /`), as its DaemonSet runs it through
-//! the node's root.
+//! The node agent's garbage collection against the node's real runtime and API server: an
+//! attachment whose sandbox the runtime does not have (its DEL never came) goes, everything of
+//! it; the attachments of live pods, and of pods created while it runs, stay. First
+//! `cni-installer gc` on the node itself (`--host-root /`), then the operator's DaemonSets,
+//! which run it every `GC_INTERVAL` through the node's root.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 
 use kube_tier::cluster::NODE_NAME;
-use kube_tier::daemon::{run, run_with_stdin};
+use kube_tier::daemon::{run, run_with_stdin, wait_for};
 
+use crate::scenarios::operator::{LINUX_BRIDGE_DS, OWN_SPEC};
 use crate::scenarios::pods::{bridge_ports, create_pod, wait_pod_ip};
-use crate::{check, Ctx};
+use crate::{check, Ctx, NAMESPACE};
+
+/// The tier's operator runs its node agents with this `GC_INTERVAL`.
+pub const AGENT_GC_INTERVAL: &str = "10s";
 
 /// One attachment made as containerd makes one (the node's conflist, our bridge then tuning),
 /// into a namespace the runtime never knew: what a runtime leaves when it loses a sandbox.
@@ -142,17 +147,28 @@ fn exists(path: &Path) -> bool {
     path.exists()
 }
 
+/// The names of the pod bridge's ports.
+fn ports(ctx: &Ctx) -> Result<Vec<String>> {
+    Ok(bridge_ports(ctx)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+impl Leak {
+    /// Whether nothing of it is left: its port, its lease, its tuning state.
+    fn is_gone(&self, ctx: &Ctx) -> Result<bool> {
+        Ok(!ports(ctx)?.contains(&self.host_veth)
+            && !exists(&self.lease(ctx))
+            && !exists(&self.tuning_state(ctx)))
+    }
+}
+
 pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
     create_pod(ctx, "gc-live")?;
     let live_ip = wait_pod_ip(ctx, "gc-live")?;
     let live_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&live_ip);
     let leak = Leak::make(ctx, "gc-leaked-1")?;
-    let ports = |ctx: &Ctx| -> Result<Vec<String>> {
-        Ok(bridge_ports(ctx)?
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect())
-    };
     check(ports(ctx)?.contains(&leak.host_veth), || {
         format!(
             "the leaked attachment's port {} is not on the bridge",
@@ -245,5 +261,59 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
     for pod in &pods {
         ctx.kubectl(&["delete", "pod", "-n", "default", pod, "--wait=false"])?;
     }
+    Ok(())
+}
+
+/// The linux-bridge DaemonSet the operator renders collects on its own, within its interval: a
+/// leaked attachment goes, everything of it, and says so in the agent's log; a live pod keeps
+/// its network.
+pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    create_pod(ctx, "gc-agent-live")?;
+    let live_ip = wait_pod_ip(ctx, "gc-agent-live")?;
+    let live_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&live_ip);
+    let leak = Leak::make(ctx, "gc-leaked-2")?;
+    let leaked = Instant::now();
+    wait_for(
+        "the linux-bridge agent to collect the leaked attachment",
+        Duration::from_secs(120),
+        || Ok(leak.is_gone(ctx)?.then_some(())),
+    )?;
+    let took = leaked.elapsed();
+    let log = ctx.kubectl(&[
+        "logs",
+        "-n",
+        NAMESPACE,
+        &format!("daemonset/{LINUX_BRIDGE_DS}"),
+        "-c",
+        "cni-plugins",
+    ])?;
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&leak.container_id) || l.contains(&leak.host_veth))
+        .collect();
+    check(
+        log.contains(&format!("collected port {}", leak.host_veth)),
+        || format!("the agent did not say what it collected:\n{log}"),
+    )?;
+    println!(
+        "    collected by the linux-bridge agent (GC_INTERVAL {AGENT_GC_INTERVAL}) {:.1}s after the leak:\n      {}",
+        took.as_secs_f64(),
+        said.join("\n      ")
+    );
+    check(exists(&live_lease), || {
+        "the live pod's lease was collected".into()
+    })?;
+    reaches_its_gateway(ctx, "gc-agent-live", "after the agent's collections")?;
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "gc-agent-live",
+        "--wait=false",
+    ])?;
     Ok(())
 }

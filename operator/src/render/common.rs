@@ -23,6 +23,7 @@ use serde::Serialize;
 use super::Rendered;
 use crate::cluster::ClusterInfo;
 use crate::defaults::{default_infra_placement, default_workloads_placement, DEFAULT_PULL_POLICY};
+use crate::duration::format_duration;
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::settings::{
@@ -40,6 +41,9 @@ pub const INSTALLER_PLUGINS_DIR: &str = "/plugins";
 
 /// The host's CNI binary directory, as a volume and where containers see it.
 pub const CNI_BIN_VOLUME: &str = "cnibin";
+/// The node's `/`, where the agents' garbage collection runs the plugins as the runtime does.
+pub const HOST_ROOT_VOLUME: &str = "host-root";
+pub const HOST_ROOT: &str = "/host";
 
 /// Everything a component's render reads: the applied spec with its defaults resolved once.
 pub struct Ctx<'a> {
@@ -611,12 +615,50 @@ pub fn marker(
 ) -> Result<Vec<Rendered>> {
     let component = ds.component;
     let mut out = marker_rbac(ctx, component, ds.service_account, role, binding)?;
-    let main = agent_container(ctx, ds.plugins, agent);
+    let mut ds = ds;
+    let mut main = agent_container(ctx, ds.plugins, agent);
+    if collects_garbage(ctx) {
+        ds.extra_volumes
+            .push(host_path_volume(HOST_ROOT_VOLUME, "/"));
+        with_garbage_collection(ctx, &mut main);
+    }
     out.push(to_rendered(
         Some(component),
         &plugin_daemon_set(ctx, ds, main),
     )?);
     Ok(out)
+}
+
+/// Whether the agents collect what lost DELs left (`GC_INTERVAL` not 0).
+fn collects_garbage(ctx: &Ctx) -> bool {
+    !ctx.settings.gc_interval.is_zero()
+}
+
+/// `run --gc-interval`: the agent runs its plugins' GC for every network they serve, through
+/// the node's root (mounted whole: the plugins' GC reaches their state, OVSDB and `/dev` there
+/// as when the runtime calls them), with the runtime's live sandboxes kept.
+fn with_garbage_collection(ctx: &Ctx, agent: &mut Container) {
+    let command = agent.command.get_or_insert_with(Vec::new);
+    command.extend([
+        "--gc-interval".to_string(),
+        format_duration(ctx.settings.gc_interval),
+        "--host-root".to_string(),
+        HOST_ROOT.to_string(),
+        "--cni-conf-dir".to_string(),
+        host_path(&ctx.cni_conf_dir),
+    ]);
+    if !ctx.settings.cri_socket.is_empty() {
+        command.extend([
+            "--cri-socket".to_string(),
+            host_path(&ctx.settings.cri_socket),
+        ]);
+    }
+    agent
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        // No mount propagation: GC reads files and sockets, never mounts made later, and a
+        // node's `/` need not be a shared mount.
+        .push(mount(HOST_ROOT_VOLUME, HOST_ROOT));
 }
 
 /// The long-running installer container: re-installs when a binary goes missing or changes,
@@ -644,8 +686,26 @@ fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
     }
 }
 
-/// The service account, ClusterRole and binding of a bridge marker: it reads Node objects and
-/// writes the bridge resources into their status.
+/// A marker reads Node objects and writes the bridge resources into their status; collecting
+/// garbage, it lists its node's pods and the NetworkAttachmentDefinitions (which networks its
+/// plugins serve).
+fn marker_rules(ctx: &Ctx) -> Vec<PolicyRule> {
+    let mut rules = vec![
+        rule(&[""], &["nodes"], &["get", "list", "watch"]),
+        rule(&[""], &["nodes/status"], &["patch", "update"]),
+    ];
+    if collects_garbage(ctx) {
+        rules.push(rule(&[""], &["pods"], &["list"]));
+        rules.push(rule(
+            &["k8s.cni.cncf.io"],
+            &["network-attachment-definitions"],
+            &["list"],
+        ));
+    }
+    rules
+}
+
+/// The service account, ClusterRole and binding of a bridge marker ([`marker_rules`]).
 fn marker_rbac(
     ctx: &Ctx,
     component: Component,
@@ -657,15 +717,7 @@ fn marker_rbac(
         to_rendered(Some(component), &service_account(ctx, account, component))?,
         to_rendered(
             Some(component),
-            &cluster_role(
-                ctx,
-                role,
-                component,
-                vec![
-                    rule(&[""], &["nodes"], &["get", "list", "watch"]),
-                    rule(&[""], &["nodes/status"], &["patch", "update"]),
-                ],
-            ),
+            &cluster_role(ctx, role, component, marker_rules(ctx)),
         )?,
         to_rendered(
             Some(component),

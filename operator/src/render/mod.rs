@@ -421,6 +421,77 @@ mod tests {
         }
     }
 
+    /// Every marker DaemonSet collects what lost DELs left on its node: through the node's root,
+    /// with the runtime socket the settings name, allowed to list pods and the networks;
+    /// `GC_INTERVAL=0` renders none of it.
+    #[test]
+    fn marker_agents_collect_garbage_through_the_nodes_root_unless_turned_off() {
+        let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
+        let settings = Settings {
+            gc_interval: std::time::Duration::from_secs(90),
+            cri_socket: "/run/k3s/containerd/containerd.sock".to_string(),
+            ..Settings::defaults()
+        };
+        let out = render(&applied, &settings, &ClusterInfo::default()).unwrap();
+        for name in [linux_bridge::DAEMON_SET, ovs::DAEMON_SET] {
+            let ds = out
+                .iter()
+                .find(|r| r.object["kind"] == "DaemonSet" && r.object["metadata"]["name"] == name)
+                .unwrap();
+            let pod = pod_spec(&ds.object);
+            let args: Vec<&str> = pod["containers"][0]["command"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let after = |flag: &str| args.iter().position(|a| *a == flag).map(|i| args[i + 1]);
+            assert_eq!(after("--gc-interval"), Some("90s"), "{name}");
+            assert_eq!(after("--host-root"), Some("/host"), "{name}");
+            assert_eq!(
+                after("--cri-socket"),
+                Some("/host/run/k3s/containerd/containerd.sock")
+            );
+            let root = pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["hostPath"]["path"] == "/")
+                .unwrap();
+            let mount = pod["containers"][0]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == root["name"])
+                .unwrap();
+            assert_eq!(mount["mountPath"], "/host");
+            assert!(mount.get("mountPropagation").is_none());
+        }
+        let rules = |out: &[Rendered], role: &str| {
+            out.iter()
+                .find(|r| r.object["kind"] == "ClusterRole" && r.object["metadata"]["name"] == role)
+                .unwrap()
+                .object["rules"]
+                .to_string()
+        };
+        for role in [linux_bridge::CLUSTER_ROLE, ovs::CLUSTER_ROLE] {
+            assert!(rules(&out, role).contains("network-attachment-definitions"));
+            assert!(rules(&out, role).contains("\"pods\""));
+        }
+
+        let off = Settings {
+            gc_interval: std::time::Duration::ZERO,
+            ..Settings::defaults()
+        };
+        let out = render(&applied, &off, &ClusterInfo::default()).unwrap();
+        let text =
+            serde_json::to_string(&out.iter().map(|r| &r.object).collect::<Vec<_>>()).unwrap();
+        assert!(!text.contains("--gc-interval"));
+        for role in [linux_bridge::CLUSTER_ROLE, ovs::CLUSTER_ROLE] {
+            assert!(!rules(&out, role).contains("network-attachment-definitions"));
+        }
+    }
+
     #[test]
     fn installer_arguments_use_the_configured_binary_directory() {
         let settings = Settings {
@@ -465,7 +536,13 @@ mod tests {
                 "bridge,tuning,cnv-bridge=bridge,cnv-tuning=tuning",
                 "--replace-foreign",
                 "--mark",
-                "linux-bridge"
+                "linux-bridge",
+                "--gc-interval",
+                "10m",
+                "--host-root",
+                "/host",
+                "--cni-conf-dir",
+                "/host/etc/cni/net.d"
             ])
         );
         assert_eq!(
@@ -493,19 +570,14 @@ mod tests {
             .as_array()
             .unwrap()
             .clone();
-        let tail: Vec<&str> = command[command.len() - 4..]
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(
-            tail,
-            [
+        let words: Vec<&str> = command.iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(words.windows(4).any(|w| w
+            == [
                 "--mark",
                 "ovs",
                 "--ovsdb",
                 "unix:/host/var/run/openvswitch/db.sock"
-            ]
-        );
+            ]));
 
         let macvtap = by_name(macvtap::DAEMON_SET);
         assert_eq!(
