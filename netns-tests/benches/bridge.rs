@@ -1,8 +1,13 @@
-//! bridge ADD and DEL: ours against Debian's Go reference plugin 1.1.1 and against iproute2
-//! doing the same netlink work, side by side in one run.
+//! bridge ADD and DEL: ours against the Go reference plugin and against iproute2 doing the same
+//! netlink work, side by side in one run.
 //!
-//! Both plugins get the same L2 config (no IPAM), cniVersion 1.0.0 (the newest Go 1.1.1 speaks):
-//! `{"cniVersion":"1.0.0","name":"benchnet","type":"bridge","bridge":"cnibench0","ipam":{}}`,
+//! The Go plugin comes from `$GO_PLUGINS_DIR` when set (the current release, 1.9.1, from
+//! `scripts/go-plugins-1.9.1`), else from Debian's package in /usr/lib/cni (1.1.1 on Debian 12);
+//! the output names the release measured, as the binary or its Debian changelog gives it.
+//!
+//! Both plugins get the same L2 config (no IPAM) in the newest cniVersion both speak, as their
+//! answers to `CNI_COMMAND=VERSION` say (1.1.0 with Go 1.9.1, 1.0.0 with Go 1.1.1):
+//! `{"cniVersion":"1.1.0","name":"benchnet","type":"bridge","bridge":"cnibench0","ipam":{}}`,
 //! CNI_IFNAME net1, CNI_PATH /usr/lib/cni. Ours runs a second time with `"macspoofchk": true`
 //! added, which puts the spoof check in nftables on ADD and takes it out on DEL: its ratio to
 //! ours without it is what the check costs.
@@ -34,7 +39,7 @@
 //! ratio (machines are noisy): it fails only when a call fails.
 //!
 //! `cargo bench -p netns-tests --bench bridge` (as root; BENCH_ITERS sets the rounds, default
-//! 100).
+//! 100; GO_PLUGINS_DIR the Go plugins, see above).
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
@@ -44,7 +49,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netns_tests::bench::{iterations, measure, median, Sample};
-use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns};
+use netns_tests::{
+    go_reference, go_release_label, newest_common_cni_version, our_plugin, require_root,
+    unique_name, Netns, Release,
+};
 use serde_json::json;
 
 const IFNAME: &str = "net1";
@@ -152,7 +160,7 @@ enum Kind {
 }
 
 struct Contender {
-    name: &'static str,
+    name: String,
     kind: Kind,
     /// The plugin, or `ip`.
     binary: PathBuf,
@@ -300,8 +308,16 @@ fn main() {
     require_root();
     let iters = iterations(100).max(1);
     let ip = which("ip");
+    let (ours_bin, go_bin) = (our_plugin("bridge"), go_reference("bridge"));
+    let go_release = go_release_label(&go_bin);
+    let cni_version = newest_common_cni_version(&[&ours_bin, &go_bin]);
+    assert!(
+        Release::find_in(&cni_version) >= Some(Release::new(1, 0, 0)),
+        "ours and Go {go_release} ({}) speak no common cniVersion from 1.0.0 on, only {cni_version}",
+        go_bin.display()
+    );
     let conf = json!({
-        "cniVersion": "1.0.0",
+        "cniVersion": cni_version,
         "name": "benchnet",
         "type": "bridge",
         "bridge": BRIDGE,
@@ -315,8 +331,8 @@ fn main() {
         .iter()
         .map(|n| Ns::new(&format!("bench-bridge-host{n}")))
         .collect();
-    let contender = |name, kind, binary, tag: &str, conf: &serde_json::Value| Contender {
-        name,
+    let contender = |name: &str, kind, binary, tag: &str, conf: &serde_json::Value| Contender {
+        name: name.to_string(),
         kind,
         binary,
         ctr: Ns::new(&format!("bench-bridge-ctr-{tag}")),
@@ -324,17 +340,11 @@ fn main() {
         conf: conf.to_string().into_bytes(),
     };
     let contenders = [
+        contender("ours (Rust)", Kind::Plugin, ours_bin.clone(), "ours", &conf),
         contender(
-            "ours (Rust)",
+            &format!("Go {go_release}"),
             Kind::Plugin,
-            our_plugin("bridge"),
-            "ours",
-            &conf,
-        ),
-        contender(
-            "Go reference 1.1.1",
-            Kind::Plugin,
-            go_plugin("bridge"),
+            go_bin.clone(),
             "go",
             &conf,
         ),
@@ -342,7 +352,7 @@ fn main() {
         contender(
             "ours, macspoofchk",
             Kind::Plugin,
-            our_plugin("bridge"),
+            ours_bin.clone(),
             "spoof",
             &spoofchk_conf,
         ),
@@ -410,9 +420,11 @@ fn main() {
         .collect();
 
     println!(
-        "bridge L2 ADD and DEL (cniVersion 1.0.0, no IPAM, CNI_IFNAME {IFNAME}), {iters} rounds, \
-         medians; every call spawned into the host netns by a pre_exec setns():"
+        "bridge L2 ADD and DEL (cniVersion {cni_version}, no IPAM, CNI_IFNAME {IFNAME}), {iters} \
+         rounds, medians; every call spawned into the host netns by a pre_exec setns():"
     );
+    println!("  ours: {}", ours_bin.display());
+    println!("  Go {go_release}: {}", go_bin.display());
     for (h, ports) in PORTS.iter().enumerate() {
         println!("bridge with {ports} ports:");
         println!(

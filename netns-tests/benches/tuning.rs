@@ -24,16 +24,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use netns_tests::bench::{iterations, measure, median, ms, Sample};
-use netns_tests::{go_plugin, our_plugin, require_root, unique_name, Netns};
+use netns_tests::{go_reference, our_plugin, require_root, unique_name, Netns};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::statfs::{statfs, EXT4_SUPER_MAGIC, TMPFS_MAGIC};
 use serde_json::json;
 
 const IFNAME: &str = "net1";
-
-/// Names a directory of Go reference plugins to compare against instead of Debian's.
-const GO_PLUGINS_DIR_ENV: &str = "GO_PLUGINS_DIR";
 
 /// Runs `binary` as a runtime does (empty environment but `env`), measured.
 fn call(binary: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Sample {
@@ -124,24 +121,6 @@ impl Drop for DataDir {
     }
 }
 
-/// The Go tuning plugin to compare against, and the directory it came from.
-fn go_tuning() -> PathBuf {
-    match std::env::var_os(GO_PLUGINS_DIR_ENV) {
-        Some(dir) if !dir.is_empty() => {
-            let path = Path::new(&dir).join("tuning");
-            if !path.is_file() {
-                panic!(
-                    "{GO_PLUGINS_DIR_ENV}={} holds no `tuning`; `scripts/go-plugins-1.9.1` \
-                     fetches the current Go reference plugins and prints their directory",
-                    Path::new(&dir).display()
-                );
-            }
-            path
-        }
-        _ => go_plugin("tuning"),
-    }
-}
-
 /// One implementation with one dataDir: its config and what its rounds measured.
 struct Series {
     implementation: &'static str,
@@ -158,7 +137,7 @@ fn main() {
     require_root();
     enter_private_mount_namespace();
     let ours = our_plugin("tuning");
-    let go = go_tuning();
+    let go = go_reference("tuning");
     let iters = iterations(200).max(1);
     let ns = Netns::new("bench-tuning");
     ns.exec_ok(

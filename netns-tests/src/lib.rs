@@ -22,6 +22,7 @@
 //! under Debian's 6.1 kernel in QEMU, for what the host kernel cannot do.
 
 pub mod bench;
+mod go_reference;
 mod leftovers;
 mod libcni;
 mod link;
@@ -37,6 +38,10 @@ pub mod real_kernel_tier;
 mod root;
 mod temp_dir;
 
+pub use go_reference::{
+    cni_versions, go_reference, go_reference_dir, go_release, go_release_label,
+    newest_common_cni_version, Release, GO_PLUGINS_DIR_ENV,
+};
 pub use leftovers::{files_under, host_local_leases};
 pub use libcni::{build_libcni_driver, LibcniAttachment, PodIdentity};
 pub use link::{parse_addresses, parse_links, Link, LinkInfo};

@@ -1,13 +1,48 @@
-//! A node switching between Debian's Go reference bridge (1.1.1) and ours with attachments in
-//! place: each side's DEL, CHECK and GC of what the other side made, and what is left after.
-//! Objects of newer reference releases that 1.1.1 does not make (the nftables masquerade) are
-//! created exactly as upstream creates them.
+//! A node switching between the Go reference bridge and ours with attachments in place: each
+//! side's DEL, CHECK and GC of what the other side made, and what is left after.
+//!
+//! The Go bridge is the one in `$GO_PLUGINS_DIR` when it is set (`scripts/test` sets it to the
+//! current release, 1.9.1, from `scripts/go-plugins-1.9.1`), else Debian's 1.1.1 in
+//! /usr/lib/cni; see `common`. What the tests expect of it follows its release:
+//! - from 1.6 it masquerades through nftables on request (`"ipMasqBackend": "nftables"`): table
+//!   `inet cni_plugins_masquerade`, one rule per address in `masq_checks`. The tests make those
+//!   with the Go bridge itself, beside its iptables masquerade; with 1.1.1, which has no such
+//!   backend, they recreate them exactly as upstream makes them (and with 1.6 on they check that
+//!   this copy matches the real thing);
+//! - from CNI 1.1.0 (1.9.1) it answers GC and STATUS: its GC removes nothing of any attachment
+//!   (the bridge has no GC of its own), so after a switch back ours is what collects, and it
+//!   must leave our live attachments alone; STATUS answers as ours does.
+//!
+//! The MAC spoof check is the same in both releases (table `bridge nat`, chains
+//! `cni-br-iface-<id>-<ifname>`), and both leak it, and the masquerade of either backend, when
+//! their DEL comes after the pod's namespace is gone.
 
 mod common;
 
 use common::*;
-use netns_tests::describe_output;
+use netns_tests::{describe_output, Release};
 use serde_json::{json, Value};
+
+/// The first release of the Go bridge with the nftables masquerade backend.
+const NFT_MASQ_SINCE: Release = Release::new(1, 6, 0);
+
+/// The masquerade backends the Go bridge under test has: the default (iptables, where iptables
+/// works, as here) in every release, and nftables from 1.6.
+fn go_masq_backends() -> Vec<Option<&'static str>> {
+    let mut backends = vec![None];
+    if go_release() >= NFT_MASQ_SINCE {
+        backends.push(Some("nftables"));
+    }
+    backends
+}
+
+/// `conf` with `ipMasqBackend` set to `backend`, if any.
+fn with_backend(mut conf: Value, backend: Option<&str>) -> Value {
+    if let Some(backend) = backend {
+        conf["ipMasqBackend"] = json!(backend);
+    }
+    conf
+}
 
 /// A config both implementations take: spoof check and masquerade, addresses from host-local.
 fn full_config(node: &Node, bridge: &str, subnet: &str) -> Value {
@@ -69,25 +104,84 @@ fn assert_nothing_left(node: &Node, when: &str) {
 fn go_ok(out: &std::process::Output, what: &str) -> Value {
     assert!(
         out.status.success(),
-        "Go {what} failed:\n{}",
+        "Go {} {what} failed:\n{}",
+        go_release(),
         describe_output(out)
     );
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-/// Go ADD, with a look at what it made: our DEL and GC are tested against the real thing.
+/// `printf %s TEXT | sha512sum`, first `n` hex digits: computed apart from the plugin's code.
+fn sha512_prefix(text: &str, n: usize) -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "printf %s \"$1\" | sha512sum", "sh", text])
+        .output()
+        .expect("sha512sum");
+    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+}
+
+/// The Go bridge's iptables masquerade chain of a container (pkg/ip/ipmasq_iptables_linux.go).
+fn iptables_chain(network: &str, container_id: &str) -> String {
+    format!(
+        "CNI-{}",
+        sha512_prefix(&format!("{network}{container_id}"), 24)
+    )
+}
+
+/// How the comment of an attachment's nftables masquerade rule starts
+/// (pkg/ip/ipmasq_nftables_linux.go).
+fn nft_masq_hash(network: &str, ifname: &str, container_id: &str) -> String {
+    format!(
+        "{}-{}",
+        sha512_prefix(network, 16),
+        sha512_prefix(&format!("{ifname}:{container_id}"), 16)
+    )
+}
+
+/// Go ADD, with a look at what it made (the spoof check when asked for; the masquerade in the
+/// backend asked for, and not in the other): our DEL and GC are tested against the real thing.
 fn go_add(node: &Node, pod: &Pod, conf: &Value) -> Value {
     let result = go_ok(&node.call_go("ADD", pod, conf), "ADD");
+    let network = conf["name"].as_str().expect("a network name");
     let rules = node.ruleset();
-    assert!(
-        rules.contains(&format!("cni-br-iface-{}-{IFNAME}", pod.id)),
-        "{rules}"
-    );
-    assert!(
-        nat_rules(node, "iptables").contains("-N CNI-"),
-        "no iptables chain"
-    );
+    if conf["macspoofchk"] == json!(true) {
+        assert!(
+            rules.contains(&format!("cni-br-iface-{}-{IFNAME}", pod.id)),
+            "{rules}"
+        );
+    }
+    if conf["ipMasq"] == json!(true) {
+        let nft_rule = rules.contains(&nft_masq_hash(network, IFNAME, &pod.id));
+        let chain = nat_rules(node, "iptables")
+            .contains(&format!("-N {}", iptables_chain(network, &pod.id)));
+        if conf["ipMasqBackend"] == json!("nftables") {
+            assert!(nft_rule && !chain, "no nftables masquerade only:\n{rules}");
+        } else {
+            assert!(chain && !nft_rule, "no iptables masquerade only:\n{rules}");
+        }
+    }
     result
+}
+
+/// The container address a result gave, without prefix, as text.
+fn result_addr(result: &Value) -> String {
+    result_ip(result).to_string()
+}
+
+#[test]
+fn the_go_release_under_test_is_the_one_its_directory_names() {
+    let release = go_release();
+    eprintln!("Go reference bridge {release} in {}", go_dir().display());
+    // scripts/go-plugins-1.9.1 keeps the release it fetched in a directory named after it.
+    let dir = go_dir();
+    let named = dir
+        .ancestors()
+        .filter_map(|d| d.file_name()?.to_str())
+        .find_map(|name| name.strip_prefix("cni-go-plugins-"))
+        .and_then(Release::find_in);
+    if let Some(named) = named {
+        assert_eq!(release, named, "{}", dir.display());
+    }
 }
 
 #[test]
@@ -95,12 +189,18 @@ fn our_del_removes_everything_the_go_bridge_made() {
     netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-del");
     let conf = full_config(&node, "brsw1", "10.60.1.0/24");
-    let a = node.pod("a");
-    go_add(&node, &a, &conf);
-    node.del(&a, &conf);
-    assert!(a.ns.link(IFNAME).is_none(), "net1 left in the pod");
-    assert_nothing_left(&node, "after our DEL of a Go attachment");
-    node.del(&a, &conf);
+    for (i, backend) in go_masq_backends().into_iter().enumerate() {
+        let conf = with_backend(conf.clone(), backend);
+        let a = node.pod(&format!("a{i}"));
+        go_add(&node, &a, &conf);
+        node.del(&a, &conf);
+        assert!(a.ns.link(IFNAME).is_none(), "net1 left in the pod");
+        assert_nothing_left(
+            &node,
+            &format!("after our DEL of a Go attachment, masquerade backend {backend:?}"),
+        );
+        node.del(&a, &conf);
+    }
     // A node that never ran our spoof check or masquerade gets no table of ours from a DEL.
     let rules = node.ruleset();
     assert!(
@@ -117,7 +217,7 @@ fn the_iptables_chain_our_add_leaves_for_a_go_del_goes_with_our_del_and_gc() {
     let (a, b) = (node.pod("a"), node.pod("b"));
     node.add(&a, &conf);
     node.add(&b, &conf);
-    let chain = |id: &str| format!("CNI-{}", sha512_prefix(&format!("net-brsw8{id}"), 24));
+    let chain = |id: &str| iptables_chain("net-brsw8", id);
     let rules = nat_rules(&node, "iptables");
     assert!(rules.contains(&format!("-N {}", chain(&a.id))), "{rules}");
     // Nothing jumps there: it changes no traffic.
@@ -141,17 +241,23 @@ fn the_iptables_chain_our_add_leaves_for_a_go_del_goes_with_our_del_and_gc() {
 #[test]
 fn our_del_cleans_up_a_go_attachment_whose_namespace_is_already_gone() {
     netns_tests::skip_unless_root!();
-    // The Go plugin's own DEL leaks its iptables rules here: it finds them through the pod's
-    // addresses.
+    // The Go plugin's own DEL leaks its spoof check and its masquerade here, of either backend
+    // (1.1.1 and 1.9.1 alike): it finds them through the pod's interface.
     let node = Node::new("sw-go-gone");
     let conf = full_config(&node, "brsw2", "10.60.2.0/24");
-    let a = node.pod("a");
-    go_add(&node, &a, &conf);
-    let (id, path) = (a.id.clone(), a.ns.path_str().to_string());
-    a.ns.delete().expect("delete the pod's netns");
-    let out = node.call_raw("DEL", &id, &path, IFNAME, &conf, "");
-    assert!(out.status.success(), "{}", describe_output(&out));
-    assert_nothing_left(&node, "after our DEL without the namespace");
+    for (i, backend) in go_masq_backends().into_iter().enumerate() {
+        let conf = with_backend(conf.clone(), backend);
+        let a = node.pod(&format!("a{i}"));
+        go_add(&node, &a, &conf);
+        let (id, path) = (a.id.clone(), a.ns.path_str().to_string());
+        a.ns.delete().expect("delete the pod's netns");
+        let out = node.call_raw("DEL", &id, &path, IFNAME, &conf, "");
+        assert!(out.status.success(), "{}", describe_output(&out));
+        assert_nothing_left(
+            &node,
+            &format!("after our DEL without the namespace, masquerade backend {backend:?}"),
+        );
+    }
 }
 
 #[test]
@@ -164,50 +270,71 @@ fn our_gc_removes_what_go_attachments_that_are_gone_left_behind() {
         "brsw3",
         json!({"macspoofchk": true, "ipMasq": true, "ipam": static_ipam("10.60.3.2/24")}),
     );
-    let (keep, lost) = (node.pod("keep"), node.pod("lost"));
-    go_add(&node, &keep, &conf);
-    let mut lost_conf = conf.clone();
-    lost_conf["ipam"] = static_ipam("10.60.3.3/24");
-    go_add(&node, &lost, &lost_conf);
-    lost.ns.delete().expect("delete the lost pod's netns");
-    // The kernel takes the veth away with the namespace, a moment later.
-    let one_left = || node.host.new_veths().len() == 1;
+    let network = "net-brsw3";
+    let mut kept = Vec::new();
+    let mut lost_ids = Vec::new();
+    for (i, backend) in go_masq_backends().into_iter().enumerate() {
+        let (keep, lost) = (node.pod(&format!("keep{i}")), node.pod(&format!("lost{i}")));
+        let mut keep_conf = with_backend(conf.clone(), backend);
+        keep_conf["ipam"] = static_ipam(&format!("10.60.3.{}/24", 2 + 2 * i));
+        go_add(&node, &keep, &keep_conf);
+        let mut lost_conf = keep_conf.clone();
+        lost_conf["ipam"] = static_ipam(&format!("10.60.3.{}/24", 3 + 2 * i));
+        go_add(&node, &lost, &lost_conf);
+        lost.ns.delete().expect("delete the lost pod's netns");
+        lost_ids.push(lost.id.clone());
+        kept.push((keep, keep_conf));
+    }
+    // The kernel takes the lost pods' veths away with their namespaces, a moment later.
+    let only_kept_left = || node.host.new_veths().len() == kept.len();
     assert!(netns_tests::wait_for(
         std::time::Duration::from_secs(5),
-        one_left
+        only_kept_left
     ));
 
     conf["cniVersion"] = json!("1.1.0");
-    conf["cni.dev/valid-attachments"] = json!([{"containerID": keep.id, "ifname": IFNAME}]);
+    let valid: Vec<Value> = kept
+        .iter()
+        .map(|(pod, _)| json!({"containerID": pod.id, "ifname": IFNAME}))
+        .collect();
+    conf["cni.dev/valid-attachments"] = json!(valid);
+    if go_speaks("1.1.0") {
+        // The Go bridge answers GC but has no GC of its own: what the lost pods left stays, for
+        // ours to collect.
+        let before = traces(&node);
+        go_ok(&node.call_go_raw("GC", "", "", &conf), "GC");
+        assert_eq!(traces(&node), before, "the Go GC changed the node");
+    }
     let out = node.call_raw("GC", "", "", "", &conf, "");
     assert!(out.status.success(), "{}", describe_output(&out));
 
     let left = traces(&node).join("\n");
-    assert!(!left.contains(&lost.id), "{left}");
-    assert!(
-        left.contains(&format!("cni-br-iface-{}-{IFNAME}", keep.id)),
-        "{left}"
-    );
-    let chain = |id: &str| format!("CNI-{}", sha512_prefix(&format!("net-brsw3{id}"), 24));
-    let (keep_chain, lost_chain) = (chain(&keep.id), chain(&lost.id));
-    assert!(left.contains(&keep_chain), "{left}");
-    assert!(!left.contains(&lost_chain), "{left}");
+    for lost in &lost_ids {
+        assert!(!left.contains(lost.as_str()), "{left}");
+        assert!(!left.contains(&iptables_chain(network, lost)), "{left}");
+        assert!(
+            !left.contains(&nft_masq_hash(network, IFNAME, lost)),
+            "{left}"
+        );
+    }
+    for (keep, keep_conf) in &kept {
+        assert!(
+            left.contains(&format!("cni-br-iface-{}-{IFNAME}", keep.id)),
+            "{left}"
+        );
+        let masq = if keep_conf["ipMasqBackend"] == json!("nftables") {
+            nft_masq_hash(network, IFNAME, &keep.id)
+        } else {
+            iptables_chain(network, &keep.id)
+        };
+        assert!(left.contains(&masq), "{left}");
+    }
 
-    // And the one still listed goes with our DEL.
-    conf["cniVersion"] = json!("1.0.0");
-    conf.as_object_mut()
-        .map(|c| c.remove("cni.dev/valid-attachments"));
-    node.del(&keep, &conf);
+    // And the ones still listed go with our DEL.
+    for (keep, keep_conf) in &kept {
+        node.del(keep, keep_conf);
+    }
     assert_nothing_left(&node, "after GC and DEL");
-}
-
-/// `printf %s TEXT | sha512sum`, first `n` hex digits: computed apart from the plugin's code.
-fn sha512_prefix(text: &str, n: usize) -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "printf %s \"$1\" | sha512sum", "sh", text])
-        .output()
-        .expect("sha512sum");
-    String::from_utf8_lossy(&out.stdout)[..n].to_string()
 }
 
 /// What a reference plugin from 1.6 on makes for one address with the nftables backend
@@ -219,11 +346,7 @@ fn newer_go_masquerade(
     ip: &str,
     subnet: &str,
 ) -> String {
-    let hash = format!(
-        "{}-{}",
-        sha512_prefix(network, 16),
-        sha512_prefix(&format!("{ifname}:{container_id}"), 16)
-    );
+    let hash = nft_masq_hash(network, ifname, container_id);
     let comment = format!("{hash}, net: {network}, if: {ifname}, id: {container_id}");
     let t = "inet cni_plugins_masquerade";
     format!(
@@ -238,27 +361,59 @@ fn newer_go_masquerade(
     )
 }
 
+/// Applies `script` with `nft -f -` in the node's host sandbox.
+fn nft_apply(node: &Node, script: &str) {
+    let mut cmd = node.host.netns().command("nft");
+    cmd.args(["-f", "-"]);
+    let out = netns_tests::run_command(cmd, script.as_bytes());
+    assert!(out.status.success(), "{}", describe_output(&out));
+}
+
+fn masq_table(node: &Node) -> String {
+    node.host
+        .netns()
+        .exec_ok("nft", &["list", "table", "inet", "cni_plugins_masquerade"])
+}
+
 #[test]
 fn our_del_and_gc_remove_the_nftables_masquerade_rules_of_newer_go_releases() {
     netns_tests::skip_unless_root!();
     let node = Node::new("sw-go-nft");
+    let subnet = "10.60.4.0/24";
     let mut conf = config(
         "brsw4",
-        json!({"ipMasq": true, "ipam": node.host_local("10.60.4.0/24")}),
+        json!({"ipMasq": true, "ipMasqBackend": "nftables", "ipam": node.host_local(subnet)}),
     );
     let network = "net-brsw4";
     let (a, b, c) = (node.pod("a"), node.pod("b"), node.pod("c"));
-    let ns = node.host.netns();
-    for (pod, ip) in [(&a, "10.60.4.2"), (&b, "10.60.4.3"), (&c, "10.60.4.4")] {
-        let script = newer_go_masquerade(network, IFNAME, &pod.id, ip, "10.60.4.0/24");
-        let mut cmd = ns.command("nft");
-        cmd.args(["-f", "-"]);
-        let out = netns_tests::run_command(cmd, script.as_bytes());
-        assert!(out.status.success(), "{}", describe_output(&out));
+    if go_release() >= NFT_MASQ_SINCE {
+        // The Go bridge makes them, and the copy the 1.1.1 runs make matches them row for row.
+        let copy = Node::new("sw-go-nft-copy");
+        for pod in [&a, &b, &c] {
+            let ip = result_addr(&go_add(&node, pod, &conf));
+            nft_apply(
+                &copy,
+                &newer_go_masquerade(network, IFNAME, &pod.id, &ip, subnet),
+            );
+        }
+        assert_eq!(
+            masq_table(&copy),
+            masq_table(&node),
+            "the copy of the Go {} nftables masquerade differs from the real one",
+            go_release()
+        );
+    } else {
+        // The attachments' pods are gone; their rules stayed.
+        for (pod, ip) in [(&a, "10.60.4.2"), (&b, "10.60.4.3"), (&c, "10.60.4.4")] {
+            nft_apply(
+                &node,
+                &newer_go_masquerade(network, IFNAME, &pod.id, ip, subnet),
+            );
+        }
     }
     assert_eq!(node.ruleset().matches("masquerade comment").count(), 3);
 
-    // DEL of a (gone) attachment of a: its rule only.
+    // DEL of a: its rule only.
     node.del(&a, &conf);
     let rules = node.ruleset();
     assert_eq!(rules.matches("masquerade comment").count(), 2, "{rules}");
@@ -272,6 +427,9 @@ fn our_del_and_gc_remove_the_nftables_masquerade_rules_of_newer_go_releases() {
     let rules = node.ruleset();
     assert_eq!(rules.matches("masquerade comment").count(), 1, "{rules}");
     assert!(rules.contains(&b.id) && !rules.contains(&c.id), "{rules}");
+    // The table and chains the Go bridge shares between attachments stay, as its own DEL
+    // leaves them.
+    assert!(masq_table(&node).contains("goto masq_checks"));
 }
 
 #[test]
@@ -296,18 +454,23 @@ fn go_check_and_del_work_on_our_attachment_and_our_gc_removes_what_go_del_leaves
     netns_tests::skip_unless_root!();
     let node = Node::new("sw-ours-go");
     let mut conf = full_config(&node, "brsw6", "10.60.6.0/24");
-    let a = node.pod("a");
-    let result = node.add(&a, &conf);
-    let mut check = conf.clone();
-    check["prevResult"] = result.clone();
-    go_ok(
-        &node.call_go("CHECK", &a, &check),
-        "CHECK of our attachment",
-    );
-    go_ok(&node.call_go("DEL", &a, &conf), "DEL of our attachment");
-    assert!(a.ns.link(IFNAME).is_none(), "net1 left in the pod");
-    // The Go plugin knows nothing of our nftables chains: they stay until our GC. The veth,
-    // the lease and the iptables chain left for it are gone.
+    // A node going back to a Go release with the nftables backend may have it in its config: the
+    // Go DEL then tears down in both backends.
+    for (i, backend) in go_masq_backends().into_iter().enumerate() {
+        let conf = with_backend(conf.clone(), backend);
+        let a = node.pod(&format!("a{i}"));
+        let result = node.add(&a, &conf);
+        let mut check = conf.clone();
+        check["prevResult"] = result.clone();
+        go_ok(
+            &node.call_go("CHECK", &a, &check),
+            "CHECK of our attachment",
+        );
+        go_ok(&node.call_go("DEL", &a, &conf), "DEL of our attachment");
+        assert!(a.ns.link(IFNAME).is_none(), "net1 left in the pod");
+    }
+    // The Go plugin knows nothing of our nftables chains: they stay until our GC. The veths,
+    // the leases and the iptables chains left for it are gone.
     let left = traces(&node);
     assert!(
         !left.is_empty()
@@ -322,6 +485,61 @@ fn go_check_and_del_work_on_our_attachment_and_our_gc_removes_what_go_del_leaves
     let out = node.call_raw("GC", "", "", "", &conf, "");
     assert!(out.status.success(), "{}", describe_output(&out));
     assert_nothing_left(&node, "after Go DEL and our GC");
+}
+
+#[test]
+fn after_a_switch_back_go_gc_and_status_leave_our_live_attachments_alone() {
+    netns_tests::skip_unless_root!();
+    if !go_speaks("1.1.0") {
+        eprintln!(
+            "the Go bridge {} speaks no CNI 1.1.0: it has no GC or STATUS to compare",
+            go_release()
+        );
+        return;
+    }
+    let node = Node::new("sw-go-gcst");
+    let conf = full_config(&node, "brsw9", "10.60.9.0/24");
+    let (a, b) = (node.pod("a"), node.pod("b"));
+    node.add(&a, &conf);
+    let b_ip = result_ip(&node.add(&b, &conf));
+    let before = traces(&node);
+    let mut gc = conf.clone();
+    gc["cniVersion"] = json!("1.1.0");
+    // Listing both, and listing neither: the Go bridge has no GC of its own, so it removes nothing
+    // either way; what is ours waits for our GC.
+    for valid in [
+        json!([{"containerID": a.id, "ifname": IFNAME}, {"containerID": b.id, "ifname": IFNAME}]),
+        json!([]),
+    ] {
+        gc["cni.dev/valid-attachments"] = valid;
+        go_ok(&node.call_go_raw("GC", "", "", &gc), "GC");
+        assert_eq!(traces(&node), before, "the Go GC changed the node");
+    }
+    assert!(pings(&a, b_ip), "a no longer reaches b after the Go GC");
+
+    // STATUS: the same answer from both, for a config they can serve and one they cannot.
+    let status = |conf: &Value| {
+        let go = node.call_go_raw("STATUS", "", "", conf);
+        let ours = node.call_raw("STATUS", "", "", "", conf, "");
+        (go, ours)
+    };
+    let mut st = conf.clone();
+    st["cniVersion"] = json!("1.1.0");
+    let (go, ours) = status(&st);
+    assert!(go.status.success(), "{}", describe_output(&go));
+    assert!(ours.status.success(), "{}", describe_output(&ours));
+    st["ipam"] = json!({"type": "no-such-ipam"});
+    let (go, ours) = status(&st);
+    assert!(!go.status.success(), "{}", describe_output(&go));
+    assert!(!ours.status.success(), "{}", describe_output(&ours));
+    // A 1.0.0 config has no STATUS: both refuse it as an incompatible version.
+    let (go, ours) = status(&conf);
+    assert_eq!(error_code(&go), 1, "{}", describe_output(&go));
+    assert_eq!(error_code(&ours), 1, "{}", describe_output(&ours));
+
+    node.del(&a, &conf);
+    node.del(&b, &conf);
+    assert_nothing_left(&node, "after our DELs");
 }
 
 #[test]

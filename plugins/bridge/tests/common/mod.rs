@@ -1,12 +1,20 @@
 //! Calls the bridge binary the way a runtime does, inside a throwaway "host" namespace of the
 //! test's own, against container namespaces of the test's own.
+//!
+//! The Go reference bridge ([`Node::call_go`]) is the one in `$GO_PLUGINS_DIR` when it is set
+//! (`scripts/test` sets it to the current release, 1.9.1, from `scripts/go-plugins-1.9.1`), else
+//! Debian's in /usr/lib/cni (1.1.1 on Debian 12). It runs with its own directory as CNI_PATH, so
+//! its IPAM plugins are of its release, as on a node that has it installed.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::OnceLock;
 
-use netns_tests::{describe_output, run_plugin_in, unique_name, HostSandbox, Netns, TempDir};
+use netns_tests::{
+    describe_output, run_plugin_in, unique_name, HostSandbox, Netns, Release, TempDir,
+};
 use serde_json::{json, Value};
 
 pub const IFNAME: &str = "net1";
@@ -64,10 +72,17 @@ impl Node {
         self.call_plugin(plugin_dir(), verb, id, netns, ifname, conf, args)
     }
 
-    /// Runs `verb` for `pod` with Debian's Go reference bridge (1.1.1) instead of ours.
+    /// Runs `verb` for `pod` with the Go reference bridge (see the module doc) instead of ours.
     pub fn call_go(&self, verb: &str, pod: &Pod, conf: &Value) -> Output {
-        let dir = netns_tests::go_plugin_dir();
-        self.call_plugin(&dir, verb, &pod.id, pod.ns.path_str(), IFNAME, conf, "")
+        self.call_go_raw(verb, &pod.id, pod.ns.path_str(), conf)
+    }
+
+    /// Runs `verb` with the Go reference bridge for container `id` in `netns` (both empty for GC
+    /// and STATUS).
+    pub fn call_go_raw(&self, verb: &str, id: &str, netns: &str, conf: &Value) -> Output {
+        let dir = go_dir();
+        let ifname = if id.is_empty() { "" } else { IFNAME };
+        self.call_plugin_with_path(&dir, &dir, verb, id, netns, ifname, conf, "")
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -81,13 +96,30 @@ impl Node {
         conf: &Value,
         args: &str,
     ) -> Output {
+        let ipam_dir = Path::new(IPAM_DIR);
+        self.call_plugin_with_path(dir, ipam_dir, verb, id, netns, ifname, conf, args)
+    }
+
+    /// Runs `<dir>/bridge` with CNI_PATH `cni_path`.
+    #[allow(clippy::too_many_arguments)]
+    fn call_plugin_with_path(
+        &self,
+        dir: &Path,
+        cni_path: &Path,
+        verb: &str,
+        id: &str,
+        netns: &str,
+        ifname: &str,
+        conf: &Value,
+        args: &str,
+    ) -> Output {
         let env = [
             ("CNI_COMMAND", verb),
             ("CNI_CONTAINERID", id),
             ("CNI_NETNS", netns),
             ("CNI_IFNAME", ifname),
             ("CNI_ARGS", args),
-            ("CNI_PATH", IPAM_DIR),
+            ("CNI_PATH", cni_path.to_str().expect("a UTF-8 CNI_PATH")),
         ];
         run_plugin_in(&self.host, dir, "bridge", &env, &conf.to_string())
     }
@@ -143,6 +175,43 @@ pub fn plugin_dir() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_bridge"))
         .parent()
         .expect("the binary has a directory")
+}
+
+/// The directory of the Go reference bridge (see the module doc).
+pub fn go_dir() -> PathBuf {
+    let bridge = netns_tests::go_reference("bridge");
+    bridge
+        .parent()
+        .expect("the Go bridge has a directory")
+        .to_path_buf()
+}
+
+/// Which release the Go reference bridge is.
+///
+/// # Panics
+/// If neither the binary nor a Debian changelog beside it tells: what the tests expect of it
+/// depends on the release.
+pub fn go_release() -> Release {
+    static RELEASE: OnceLock<Release> = OnceLock::new();
+    *RELEASE.get_or_init(|| {
+        let bridge = netns_tests::go_reference("bridge");
+        netns_tests::go_release(&bridge).unwrap_or_else(|| {
+            panic!(
+                "cannot tell which release {} is (it names none, and no Debian changelog is \
+                 beside it)",
+                bridge.display()
+            )
+        })
+    })
+}
+
+/// Whether the Go reference bridge speaks CNI spec `version` (1.1.0 brings GC and STATUS).
+pub fn go_speaks(version: &str) -> bool {
+    static VERSIONS: OnceLock<Vec<String>> = OnceLock::new();
+    VERSIONS
+        .get_or_init(|| netns_tests::cni_versions(&netns_tests::go_reference("bridge")))
+        .iter()
+        .any(|v| v == version)
 }
 
 /// A 1.0.0 config (Debian's host-local knows no later version) for bridge `bridge`, plus
