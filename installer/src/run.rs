@@ -213,10 +213,13 @@ async fn collect_every(client: &kube::Client, gc: &GcLoop) {
     }
 }
 
-/// The socket file's device and inode: a runtime that restarts makes its socket anew.
-fn socket_identity(socket: &std::path::Path) -> Option<(u64, u64)> {
+/// The socket file's device, inode and change time: a runtime that restarts makes its socket
+/// anew, often under the inode number the old one freed, never at the same nanosecond.
+fn socket_identity(socket: &std::path::Path) -> Option<(u64, u64, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()))
+    std::fs::metadata(socket)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 async fn round(
