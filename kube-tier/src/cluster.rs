@@ -250,6 +250,32 @@ impl Cluster {
         Ok(())
     }
 
+    /// Kills `name` (`containerd` or `kubelet`) with SIGKILL, as a crash does: containerd's
+    /// shims, and the plugins it runs, go on.
+    pub fn crash(&mut self, name: &str) -> Result<()> {
+        let at = self
+            .daemons
+            .iter()
+            .position(|d| d.name() == name)
+            .with_context(|| format!("{name} is not running"))?;
+        self.daemons.remove(at).crash();
+        Ok(())
+    }
+
+    /// Starts `name` (`containerd` or `kubelet`) again after [`Cluster::crash`], as its service
+    /// manager would; containerd once its socket is back.
+    pub fn start_again(&mut self, name: &str) -> Result<()> {
+        let logs = self.base.join("logs");
+        match name {
+            "containerd" => {
+                let _ = std::fs::remove_file(self.containerd_socket());
+                self.start_containerd(&logs)
+            }
+            "kubelet" => self.start_kubelet(&logs),
+            _ => bail!("{name} cannot be started again"),
+        }
+    }
+
     fn start_containerd(&mut self, logs: &Path) -> Result<()> {
         let dir = self.base.join("containerd");
         std::fs::create_dir_all(&dir)?;
@@ -489,6 +515,45 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         if let Some(d) = self.daemons.iter_mut().find(|d| d.name() == name) {
             d.stop(Duration::from_secs(15));
         }
+    }
+
+    /// Deletes pod `namespace/pod` (its sandbox and its containers) behind the CRI's back: their
+    /// tasks killed and their containers deleted through containerd's own API, as `ctr` in a
+    /// cleanup script does, while the kubelet is down (so it never asks the CRI to stop them).
+    /// The CRI forgets them at its next start, and no CNI DEL is ever made for the sandbox. The
+    /// sandbox's ID.
+    pub fn delete_pod_behind_the_runtime(&self, namespace: &str, pod: &str) -> Result<String> {
+        let of_pod = format!(
+            "labels.\"io.kubernetes.pod.name\"=={pod},labels.\"io.kubernetes.pod.namespace\"=={namespace}"
+        );
+        let sandbox = format!("{of_pod},labels.\"io.cri-containerd.kind\"==sandbox");
+        let list = |filter: &str| -> Result<Vec<String>> {
+            let out = run(self.ctr().args(["containers", "list", "-q", filter]))?;
+            Ok(out.split_whitespace().map(str::to_string).collect())
+        };
+        let sandbox = match &list(&sandbox)?[..] {
+            [id] => id.clone(),
+            other => bail!(
+                "pod {namespace}/{pod} has {} sandboxes: {other:?}",
+                other.len()
+            ),
+        };
+        let ids = list(&of_pod)?;
+        for id in &ids {
+            let _ = run(self.ctr().args(["tasks", "kill", "-s", "SIGKILL", id]));
+        }
+        // The CRI deletes the tasks that exited; whoever does, they go.
+        wait_for("the pod's tasks to go", Duration::from_secs(30), || {
+            for id in &ids {
+                let _ = run(self.ctr().args(["tasks", "delete", id]));
+            }
+            let tasks = run(self.ctr().args(["tasks", "list", "-q"]))?;
+            Ok((!tasks.lines().any(|t| ids.iter().any(|id| t.trim() == id))).then_some(()))
+        })?;
+        for id in &ids {
+            run(self.ctr().args(["containers", "delete", id]))?;
+        }
+        Ok(sandbox)
     }
 
     fn ctr(&self) -> Command {

@@ -26,7 +26,12 @@ impl Daemon {
     /// Starts `cmd` with stdout and stderr appended to `<log_dir>/<name>.log`.
     pub fn spawn(name: &str, mut cmd: Command, log_dir: &Path) -> Result<Daemon> {
         let log = log_dir.join(format!("{name}.log"));
-        let out = File::create(&log).with_context(|| format!("create {}", log.display()))?;
+        // Appended to: a process started again (after a crash) keeps the log of its last run.
+        let out = File::options()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .with_context(|| format!("create {}", log.display()))?;
         let err = out.try_clone()?;
         cmd.envs(ENV.iter().copied())
             .stdin(Stdio::null())
@@ -57,6 +62,12 @@ impl Daemon {
             );
         }
         Ok(())
+    }
+
+    /// SIGKILL at once, as a crash or the OOM killer ends a process.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// SIGTERM, up to `grace` to exit, then SIGKILL. Idempotent.

@@ -4,6 +4,7 @@
 //! `cni-installer gc` on the node itself (`--host-root /`), then the operator's DaemonSets,
 //! which run it every `GC_INTERVAL` through the node's root.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -264,6 +265,18 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The log of the linux-bridge DaemonSet's agent.
+fn agent_log(ctx: &Ctx) -> Result<String> {
+    ctx.kubectl(&[
+        "logs",
+        "-n",
+        NAMESPACE,
+        &format!("daemonset/{LINUX_BRIDGE_DS}"),
+        "-c",
+        "cni-plugins",
+    ])
+}
+
 /// The linux-bridge DaemonSet the operator renders collects on its own, within its interval: a
 /// leaked attachment goes, everything of it, and says so in the agent's log; a live pod keeps
 /// its network.
@@ -282,14 +295,7 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
         || Ok(leak.is_gone(ctx)?.then_some(())),
     )?;
     let took = leaked.elapsed();
-    let log = ctx.kubectl(&[
-        "logs",
-        "-n",
-        NAMESPACE,
-        &format!("daemonset/{LINUX_BRIDGE_DS}"),
-        "-c",
-        "cni-plugins",
-    ])?;
+    let log = agent_log(ctx)?;
     let said: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(&leak.container_id) || l.contains(&leak.host_veth))
@@ -316,4 +322,223 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
         "--wait=false",
     ])?;
     Ok(())
+}
+
+/// What the node holds for the pod network: the leases of host-local's range (by address), the
+/// bridge's ports and tuning's state files.
+#[derive(Debug, PartialEq, Eq)]
+struct NodeHolds {
+    leases: BTreeSet<String>,
+    ports: usize,
+    tuning_states: usize,
+}
+
+fn names(dir: &Path) -> Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
+}
+
+/// The addresses host-local leased in `dir`.
+fn lease_names(dir: &Path) -> Result<BTreeSet<String>> {
+    Ok(names(dir)?
+        .into_iter()
+        .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+        .collect())
+}
+
+fn node_holds(ctx: &Ctx) -> Result<NodeHolds> {
+    let base = ctx.cluster.base();
+    Ok(NodeHolds {
+        leases: lease_names(&base.join("cni/ipam/kube-tier"))?,
+        ports: ports(ctx)?.len(),
+        tuning_states: names(&base.join("cni/state/tuning"))?
+            .iter()
+            .filter(|n| n.ends_with("_eth0.json"))
+            .count(),
+    })
+}
+
+/// What the node should hold: one lease, port and tuning state per pod on the pod network.
+fn live_pods_hold(ctx: &Ctx) -> Result<NodeHolds> {
+    let pods = ctx.get(&["get", "pods", "-A"])?;
+    let leases: BTreeSet<String> = pods["items"]
+        .as_array()
+        .context("pods")?
+        .iter()
+        .filter(|p| p["spec"]["hostNetwork"] != true)
+        .filter_map(|p| p["status"]["podIP"].as_str().map(str::to_string))
+        .collect();
+    Ok(NodeHolds {
+        ports: leases.len(),
+        tuning_states: leases.len(),
+        leases,
+    })
+}
+
+/// containerd killed while a pod's ADD runs: the plugins finish, nobody reads their result, and
+/// the restarted runtime makes the pod a new sandbox. Whatever the first ADD left, the agent
+/// (which collects at once when the runtime's socket is made anew) leaves the node holding
+/// exactly what its live pods use.
+pub fn the_node_agents_collect_after_the_runtime_is_killed_mid_pod(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    let before = node_holds(ctx)?.leases;
+    create_pod(ctx, "gc-crash")?;
+    // host-local's lease is written during the ADD; containerd records the sandbox only after
+    // the ADD and the sandbox's container are made. Killed in between, it never learns of it.
+    let leases = ctx.cluster.base().join("cni/ipam/kube-tier");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lease_names(&leases)? == before {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "gc-crash's ADD took no lease in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    ctx.cluster.crash("containerd")?;
+    ctx.cluster.start_again("containerd")?;
+    let restarted = Instant::now();
+    let left = node_holds(ctx)?;
+    println!(
+        "    containerd killed as gc-crash's ADD took a lease, and started again: the node holds \
+         {} lease(s), {} port(s), {} tuning state(s)",
+        left.leases.len(),
+        left.ports,
+        left.tuning_states
+    );
+    let ip = wait_pod_ip(ctx, "gc-crash")?;
+    let holds = node_holds(ctx)?;
+    println!(
+        "    gc-crash runs with {ip}; the node holds {} lease(s), {} port(s), {} tuning \
+         state(s) for {} live pod(s)",
+        holds.leases.len(),
+        holds.ports,
+        holds.tuning_states,
+        live_pods_hold(ctx)?.leases.len()
+    );
+    wait_for(
+        "the node to hold only what its live pods use",
+        Duration::from_secs(120),
+        || {
+            let (holds, live) = (node_holds(ctx)?, live_pods_hold(ctx)?);
+            Ok((holds == live).then_some(()))
+        },
+    )
+    .with_context(|| {
+        format!(
+            "holds {:?}, live pods {:?}",
+            node_holds(ctx).ok(),
+            live_pods_hold(ctx).ok()
+        )
+    })?;
+    let clean = restarted.elapsed();
+    let since = wait_for(
+        "the agent to notice the runtime's restart",
+        Duration::from_secs(60),
+        || Ok(Some(since_the_restart(ctx)?).filter(|l| !l.is_empty())),
+    )?;
+    println!(
+        "    clean {:.1}s after containerd came back; the agent since:\n      {}",
+        clean.as_secs_f64(),
+        since.join("\n      ")
+    );
+    reaches_its_gateway(ctx, "gc-crash", "after the runtime's crash")?;
+    ctx.kubectl(&["delete", "pod", "-n", "default", "gc-crash", "--wait=false"])?;
+    Ok(())
+}
+
+/// The agent's lines about the runtime's last restart and what it collected since.
+fn since_the_restart(ctx: &Ctx) -> Result<Vec<String>> {
+    let log = agent_log(ctx)?;
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines
+        .iter()
+        .rposition(|l| l.contains("restarted"))
+        .unwrap_or(lines.len());
+    Ok(lines[start..]
+        .iter()
+        .filter(|l| l.contains("restarted") || l.contains("collected"))
+        .map(|l| l.to_string())
+        .collect())
+}
+
+/// A pod's sandbox deleted behind the runtime's back (a cleanup script's `ctr`, a lost metadata store):
+/// once the runtime restarts it knows nothing of it, the kubelet makes the pod a new one, and no
+/// DEL ever comes for the old attachment. The agent, collecting at once after the restart,
+/// removes its port, lease and tuning state; the pod's new attachment stays.
+pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    create_pod(ctx, "gc-behind")?;
+    let old_ip = wait_pod_ip(ctx, "gc-behind")?;
+    let old_ports = ports(ctx)?;
+    ctx.cluster.crash("kubelet")?;
+    let sandbox = ctx
+        .cluster
+        .delete_pod_behind_the_runtime("default", "gc-behind")?;
+    let old_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&old_ip);
+    let old_state = ctx
+        .cluster
+        .base()
+        .join("cni/state/tuning")
+        .join(format!("{sandbox}_eth0.json"));
+    check(exists(&old_lease) && exists(&old_state), || {
+        "the deleted sandbox's lease or tuning state is gone before any collection".into()
+    })?;
+    ctx.cluster.crash("containerd")?;
+    ctx.cluster.start_again("containerd")?;
+    ctx.cluster.start_again("kubelet")?;
+    let restarted = Instant::now();
+    wait_for(
+        "the deleted sandbox's lease and tuning state to be collected",
+        Duration::from_secs(120),
+        || {
+            ctx.cluster.check_daemons()?;
+            Ok((!exists(&old_lease) && !exists(&old_state)).then_some(()))
+        },
+    )?;
+    let took = restarted.elapsed();
+    let since = since_the_restart(ctx)?;
+    println!(
+        "    sandbox {} of gc-behind ({old_ip}) deleted behind the runtime; containerd restarted; \
+         collected {:.1}s later:\n      {}",
+        &sandbox[..12],
+        took.as_secs_f64(),
+        since.join("\n      ")
+    );
+    check(since.iter().any(|l| l.contains("collected port")), || {
+        "the agent did not say it collected the old port".into()
+    })?;
+    let new_ip = wait_pod_ip(ctx, "gc-behind")?;
+    let now_ports = ports(ctx)?;
+    check(now_ports.len() <= old_ports.len(), || {
+        format!("ports before: {old_ports:?}, after: {now_ports:?}")
+    })?;
+    reaches_its_gateway(
+        ctx,
+        "gc-behind",
+        &format!("with its new sandbox ({new_ip})"),
+    )?;
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "gc-behind",
+        "--wait=false",
+    ])?;
+    // The next scenarios start from a Ready node whose agents run.
+    ctx.kubectl(&[
+        "wait",
+        "node",
+        NODE_NAME,
+        "--for=condition=Ready",
+        "--timeout=120s",
+    ])?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
 }
