@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub install: install::Options,
     pub mark: Option<MarkOptions>,
     pub gc: Option<GcLoop>,
+    /// `--metrics-address`: where the garbage collection's metrics are served.
+    pub metrics_address: Option<std::net::SocketAddr>,
 }
 
 /// `run --gc-interval`: a collection round this often.
@@ -189,6 +191,10 @@ struct RunArgs {
     /// Collect what lost DELs left this often (as `gc`), and when the runtime restarts
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     gc_interval: Option<Duration>,
+    /// With --gc-interval: serve the collection's metrics at /metrics on ADDR (:PORT or
+    /// IP:PORT)
+    #[arg(long, value_name = "ADDR", value_parser = http_endpoint::parse_address)]
+    metrics_address: Option<std::net::SocketAddr>,
     #[command(flatten)]
     gc: GcArgs,
 }
@@ -229,10 +235,16 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
                 }),
                 None => None,
             };
+            if a.metrics_address.is_some() && gc.is_none() {
+                return Err(Error::Usage(
+                    "--metrics-address needs --gc-interval".to_string(),
+                ));
+            }
             Command::Run(Box::new(RunOptions {
                 install: install_options(a.install),
                 mark,
                 gc,
+                metrics_address: a.metrics_address,
             }))
         }
         Sub::Gc(a) => Command::Gc(gc_options(&a.to, a.gc, node_name)?),
@@ -518,6 +530,7 @@ mod tests {
                     node_name: "node-1".to_string(),
                 }),
                 gc: None,
+                metrics_address: None,
             }))
         );
     }
@@ -594,7 +607,7 @@ mod tests {
     fn run_collects_for_the_plugins_it_installs() {
         let line =
             "run --to /host/opt/cni/bin --plugins bridge,cnv-bridge=bridge --gc-interval 30s \
-                    --cri-socket /host/run/containerd/containerd.sock";
+                    --cri-socket /host/run/containerd/containerd.sock --metrics-address :9091";
         let Command::Run(run) = parse(&args(line), Some("node01")).expect("run") else {
             panic!("not run");
         };
@@ -605,6 +618,7 @@ mod tests {
             Some(["bridge", "cnv-bridge"].map(String::from).into())
         );
         assert_eq!(gc.round.node_name, "node01");
+        assert_eq!(run.metrics_address, "0.0.0.0:9091".parse().ok());
         let Command::Gc(round) =
             parse(&args("gc --to /host/opt/cni/bin"), Some("node01")).expect("gc")
         else {
@@ -648,6 +662,11 @@ mod tests {
             ("run --mark linux-bridge", None, "NODE_NAME"),
             ("run --mark linux-bridge", Some(""), "NODE_NAME"),
             ("run --interval 5s", Some("n"), "need --mark"),
+            (
+                "run --metrics-address :9091",
+                Some("n"),
+                "needs --gc-interval",
+            ),
             (
                 "run --mark linux-bridge --ovsdb unix:/x",
                 Some("n"),

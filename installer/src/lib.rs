@@ -13,6 +13,7 @@ pub mod install;
 pub mod link_events;
 pub mod lock;
 pub mod marker;
+pub mod metrics;
 pub mod node;
 pub mod probe;
 pub mod record;

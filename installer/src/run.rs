@@ -24,6 +24,7 @@ use crate::gc::round;
 use crate::install;
 use crate::link_events::LinkWatch;
 use crate::marker::Published;
+use crate::metrics::Metrics;
 use crate::node::NodeStatus;
 
 /// The node is read again at least this often, to undo what others changed (as upstream).
@@ -102,9 +103,23 @@ async fn serve(opts: &RunOptions) -> Result<()> {
             None => std::future::pending().await,
         }
     };
+    let metrics = Arc::new(Metrics::default());
+    if let Some(address) = opts.metrics_address {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::System {
+                action: "listening for the metrics",
+                source,
+            })?;
+        info!("serving the collection's metrics at http://{address}/metrics");
+        let metrics = Arc::clone(&metrics);
+        tokio::spawn(http_endpoint::serve(listener, move |path: &str| {
+            metrics.answer(path)
+        }));
+    }
     let collecting = async {
         match &opts.gc {
-            Some(gc) => collect_every(&client, gc).await,
+            Some(gc) => collect_every(&client, gc, &metrics).await,
             None => std::future::pending().await,
         }
     };
@@ -180,7 +195,7 @@ async fn link_change(links: &mut Option<LinkWatch>, interval: Duration) {
 
 /// Collects garbage every `--gc-interval`, and at once when the runtime restarts (its socket is
 /// made anew): a restart is when sandboxes are most likely to have gone without their DEL.
-async fn collect_every(client: &kube::Client, gc: &GcLoop) {
+async fn collect_every(client: &kube::Client, gc: &GcLoop, metrics: &Metrics) {
     info!(
         "collecting what lost DELs left on node {} every {:?}",
         gc.round.node_name, gc.interval
@@ -200,13 +215,22 @@ async fn collect_every(client: &kube::Client, gc: &GcLoop) {
             let this_round =
                 tokio::time::timeout(GC_ROUND_TIMEOUT, round::collect_garbage(client, &gc.round));
             match this_round.instrument(span.clone()).await {
-                Ok(Ok(report)) => span.in_scope(|| report.log()),
+                Ok(Ok(report)) => {
+                    metrics.round(&report);
+                    span.in_scope(|| report.log())
+                }
                 // Nothing was collected: a runtime or API server that cannot be asked never
                 // means "nothing is alive".
-                Ok(Err(e)) => span.in_scope(|| warn!("not collected: {}", e.report())),
-                Err(_) => span.in_scope(|| {
-                    warn!("not collected: not done in {}s", GC_ROUND_TIMEOUT.as_secs())
-                }),
+                Ok(Err(e)) => {
+                    metrics.failed_round();
+                    span.in_scope(|| warn!("not collected: {}", e.report()))
+                }
+                Err(_) => {
+                    metrics.failed_round();
+                    span.in_scope(|| {
+                        warn!("not collected: not done in {}s", GC_ROUND_TIMEOUT.as_secs())
+                    })
+                }
             }
         }
         tokio::time::sleep(RUNTIME_POLL.min(gc.interval)).await;

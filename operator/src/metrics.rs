@@ -6,18 +6,12 @@
 //!   `kubevirt_cnao_operator_up`, `kubevirt_cnao_cr_ready`,
 //!   `kubevirt_cnao_cr_kubemacpool_deployed`, and the reconciles by result.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use http::StatusCode;
+use http_endpoint::Reply;
 use tokio::net::TcpListener;
 
 use crate::error::{Error, Result};
@@ -112,15 +106,7 @@ impl State {
 
 /// `:8080` (every interface), `127.0.0.1:8080` or `[::1]:8080` as a socket address.
 pub fn parse_address(s: &str) -> Result<SocketAddr> {
-    let full = match s.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => s.to_string(),
-    };
-    full.parse().map_err(|_| {
-        Error::other(format!(
-            "{s:?} is not an address (e.g. :8080 or 127.0.0.1:8080)"
-        ))
-    })
+    http_endpoint::parse_address(s).map_err(Error::other)
 }
 
 /// Listens on `address`.
@@ -132,90 +118,28 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener> {
 
 /// Serves the endpoint on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, state: Arc<State>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "accepting a connection failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(answer(&request, &state)) }
-            });
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(%peer, error = %e, "probe or metrics connection failed");
-            }
-        });
-    }
+    http_endpoint::serve(listener, move |path: &str| answer(path, &state)).await
 }
 
-fn answer(request: &Request<Incoming>, state: &State) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-    }
-    match request.uri().path() {
-        "/healthz" | "/livez" => text(StatusCode::OK, "ok\n"),
-        "/readyz" if state.is_ready() => text(StatusCode::OK, "ok\n"),
-        "/readyz" => text(
+fn answer(path: &str, state: &State) -> Reply {
+    match path {
+        "/healthz" | "/livez" => Reply::text(StatusCode::OK, "ok\n"),
+        "/readyz" if state.is_ready() => Reply::text(StatusCode::OK, "ok\n"),
+        "/readyz" => Reply::text(
             StatusCode::SERVICE_UNAVAILABLE,
             "not ready: NetworkAddonsConfigs not read yet\n",
         ),
-        "/metrics" => {
-            let mut r = text(StatusCode::OK, &state.render());
-            r.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-            );
-            r
-        }
-        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+        "/metrics" => Reply::metrics(state.render()),
+        _ => Reply::not_found(),
     }
-}
-
-fn text(code: StatusCode, body: &str) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
-    *r.status_mut() = code;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn get(address: SocketAddr, path: &str) -> (u16, String) {
-        let mut stream = tokio::net::TcpStream::connect(address)
-            .await
-            .expect("connect");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.expect("read");
-        let code = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (code, body)
+        http_endpoint::get(address, path).await.expect("get")
     }
 
     #[tokio::test]
@@ -252,20 +176,10 @@ mod tests {
     #[test]
     fn every_metric_has_help_and_type_before_its_samples() {
         let text = State::default().render();
-        let mut declared = Vec::new();
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                declared.push(
-                    rest.split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                );
-            } else if !line.starts_with('#') {
-                let name = line.split(['{', ' ']).next().unwrap_or_default();
-                assert!(declared.iter().any(|d| d == name), "{name} has no TYPE");
-            }
-        }
+        assert_eq!(
+            http_endpoint::undeclared_samples(&text),
+            Vec::<String>::new()
+        );
         assert!(text.ends_with('\n'));
     }
 
