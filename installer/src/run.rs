@@ -201,6 +201,7 @@ async fn collect_every(client: &kube::Client, gc: &GcLoop, metrics: &Metrics) {
         gc.round.node_name, gc.interval
     );
     let mut runtime = socket_identity(&gc.round.cri_socket);
+    let mut patience = round::Patience::new(round::PATIENCE);
     let mut due = Instant::now();
     for n in 1u64.. {
         let now_runtime = socket_identity(&gc.round.cri_socket);
@@ -212,8 +213,10 @@ async fn collect_every(client: &kube::Client, gc: &GcLoop, metrics: &Metrics) {
             runtime = now_runtime;
             due = Instant::now() + gc.interval;
             let span = info_span!("gc", round = n);
-            let this_round =
-                tokio::time::timeout(GC_ROUND_TIMEOUT, round::collect_garbage(client, &gc.round));
+            let this_round = tokio::time::timeout(
+                GC_ROUND_TIMEOUT,
+                round::collect_garbage(client, &gc.round, &mut patience),
+            );
             match this_round.instrument(span.clone()).await {
                 Ok(Ok(report)) => {
                     metrics.round(&report);

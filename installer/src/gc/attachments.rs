@@ -37,6 +37,12 @@
 //!   fall between two of them: the same pod defers it;
 //! - when the `networks` or `network-status` annotation of a pod that has, or may get, a live
 //!   sandbox does not parse: its interface names cannot be known.
+//!
+//! A pod that has had no sandbox for longer than the agent waits (`stuck`, see
+//! `round::Patience`) no longer defers: its sandbox keeps failing to be made (a broken
+//! network config, a node out of addresses, which the collection may be what frees), and the
+//! runtime undoes each failed attempt itself. Waiting for it would hold every other leak of
+//! the node for as long as it fails.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -78,6 +84,8 @@ pub struct PodInfo {
     pub networks: Option<String>,
     /// Annotation `k8s.v1.cni.cncf.io/network-status`.
     pub network_status: Option<String>,
+    /// Has had no sandbox for longer than the agent waits for one: it no longer defers.
+    pub stuck: bool,
 }
 
 /// What a collection round does.
@@ -85,8 +93,8 @@ pub struct PodInfo {
 pub enum Plan {
     /// Per network name, the attachments to keep.
     Collect(BTreeMap<String, BTreeSet<(String, String)>>),
-    /// Not now: the reason (which pod), logged by the caller.
-    Defer(String),
+    /// Not now: the pod it waits for (its uid) and the reason, logged by the caller.
+    Defer { uid: String, why: String },
 }
 
 /// What each network keeps, given the runtime's live sandboxes (listed first), this node's
@@ -104,13 +112,17 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
     let mut read = Vec::with_capacity(pods.len());
     for (pod, &started) in pods.iter().zip(&started) {
         let ifnames = pod_ifnames(pod);
-        let matters = !pod.host_network && (started || !pod.terminal);
+        let matters = !pod.host_network && (started || !(pod.terminal || pod.stuck));
         if matters {
+            let defer = |why: String| Plan::Defer {
+                uid: pod.uid.clone(),
+                why,
+            };
             if let Err(why) = &ifnames {
-                return Plan::Defer(format!("pod {}/{}: {why}", pod.namespace, pod.name));
+                return defer(format!("pod {}/{}: {why}", pod.namespace, pod.name));
             }
             if !started {
-                return Plan::Defer(format!(
+                return defer(format!(
                     "pod {}/{} (uid {}) has no sandbox yet: it may be starting",
                     pod.namespace, pod.name, pod.uid
                 ));
@@ -143,6 +155,20 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
 /// For each sandbox, the index of its pod: by uid, else by namespace and name. The fallback
 /// also pairs a pod recreated under the same name (a StatefulSet's, after a force delete) with
 /// its predecessor's sandbox while that one still runs, so the new pod does not defer.
+/// The uids of the pods that may be starting and have no live sandbox: not on the host network,
+/// not terminal.
+pub fn without_sandbox(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> BTreeSet<String> {
+    let mut started = vec![false; pods.len()];
+    for &pod in match_pods(sandboxes, pods).iter().flatten() {
+        started[pod] = true;
+    }
+    pods.iter()
+        .zip(started)
+        .filter(|(pod, started)| !started && !pod.host_network && !pod.terminal)
+        .map(|(pod, _)| pod.uid.clone())
+        .collect()
+}
+
 fn match_pods(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> Vec<Option<usize>> {
     let mut by_uid = HashMap::new();
     let mut by_name = HashMap::new();
@@ -357,13 +383,13 @@ mod tests {
     fn collected(plan: Plan) -> BTreeMap<String, BTreeSet<(String, String)>> {
         match plan {
             Plan::Collect(keep) => keep,
-            Plan::Defer(why) => panic!("deferred: {why}"),
+            Plan::Defer { why, .. } => panic!("deferred: {why}"),
         }
     }
 
     fn deferred(plan: Plan) -> String {
         match plan {
-            Plan::Defer(why) => why,
+            Plan::Defer { why, .. } => why,
             Plan::Collect(keep) => panic!("collected: {keep:?}"),
         }
     }
@@ -562,6 +588,46 @@ mod tests {
             &[nad("blue", "blue-nad")],
         ));
         assert!(why.contains("ns/starting"), "{why}");
+    }
+
+    #[test]
+    fn a_pod_stuck_without_a_sandbox_no_longer_defers_collection() {
+        let mut stuck = with_networks(pod("u2", "ns", "failing"), "a@b@c");
+        stuck.stuck = true;
+        let keep = collected(plan(
+            &[sandbox("s1", "u1", "ns", "web")],
+            &[pod("u1", "ns", "web"), stuck],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(keeps(&keep, "blue", "s1", "net1"));
+    }
+
+    #[test]
+    fn pods_without_a_sandbox_are_those_that_may_be_starting() {
+        let mut host = pod("u3", "ns", "host");
+        host.host_network = true;
+        let mut done = pod("u4", "ns", "done");
+        done.terminal = true;
+        let waiting = without_sandbox(
+            &[sandbox("s1", "u1", "ns", "web")],
+            &[
+                pod("u1", "ns", "web"),
+                pod("u2", "ns", "starting"),
+                host,
+                done,
+            ],
+        );
+        assert_eq!(waiting, BTreeSet::from(["u2".to_string()]));
+    }
+
+    #[test]
+    fn a_deferral_names_the_pod_it_waits_for() {
+        let plan = plan(
+            &[],
+            &[pod("u2", "ns", "starting")],
+            &[nad("blue", "blue-nad")],
+        );
+        assert!(matches!(plan, Plan::Defer { uid, .. } if uid == "u2"));
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! pods, so a pod whose sandbox is still being made is seen as such and the round waits for a
 //! later tick (see `attachments`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -26,6 +26,41 @@ use crate::record::Record;
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// How long the runtime may take to list its sandboxes.
 const CRI_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a pod without a sandbox holds the collection back. The runtime makes a sandbox in
+/// seconds; one that still has none after this keeps failing (the kubelet retries with
+/// backoff, and the runtime undoes each failed attempt).
+pub const PATIENCE: Duration = Duration::from_secs(10 * 60);
+
+/// Since when each pod has been seen without a sandbox, across rounds.
+#[derive(Debug)]
+pub struct Patience {
+    limit: Duration,
+    since: HashMap<String, Instant>,
+}
+
+impl Patience {
+    pub fn new(limit: Duration) -> Patience {
+        Patience {
+            limit,
+            since: HashMap::new(),
+        }
+    }
+
+    /// `waiting` are the pods without a sandbox now: their clocks start or go on, every other
+    /// pod's stops. Then the pods that have waited for the whole limit are marked stuck.
+    fn observe(&mut self, pods: &mut [PodInfo], waiting: &BTreeSet<String>, now: Instant) {
+        self.since.retain(|uid, _| waiting.contains(uid));
+        for uid in waiting {
+            self.since.entry(uid.clone()).or_insert(now);
+        }
+        for pod in pods {
+            pod.stuck = self
+                .since
+                .get(&pod.uid)
+                .is_some_and(|since| now.duration_since(*since) >= self.limit);
+        }
+    }
+}
 
 /// Where a round looks, as this process sees the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,14 +110,18 @@ impl Report {
 pub fn collect_once(opts: &Options) -> Result<Report> {
     crate::run::current_thread_runtime()?.block_on(async {
         let client = crate::run::api_client().await?;
-        let report = collect_garbage(&client, opts).await?;
+        let report = collect_garbage(&client, opts, &mut Patience::new(PATIENCE)).await?;
         report.log();
         Ok(report)
     })
 }
 
 /// One round (see the module's description).
-pub async fn collect_garbage(client: &Client, opts: &Options) -> Result<Report> {
+pub async fn collect_garbage(
+    client: &Client,
+    opts: &Options,
+    patience: &mut Patience,
+) -> Result<Report> {
     let lock_path = opts.host_root.join(
         Path::new(cni_common::gc_lock::GC_LOCK_FILE)
             .strip_prefix("/")
@@ -91,9 +130,7 @@ pub async fn collect_garbage(client: &Client, opts: &Options) -> Result<Report> 
     let _lock = cni_common::gc_lock::exclusive(&lock_path, LOCK_WAIT)
         .map_err(|e| Error::io("locking", &lock_path, e))?;
     let sandboxes = cri::list_pod_sandboxes(&opts.cri_socket, CRI_TIMEOUT).await?;
-    let pods = node_pods(client, &opts.node_name).await?;
-    let ours = our_plugins(&opts.bin_dir, opts.plugins.as_ref())?;
-    let networks = served_networks(client, opts, &ours).await?;
+    let mut pods = node_pods(client, &opts.node_name).await?;
     let live: Vec<LiveSandbox> = sandboxes
         .into_iter()
         .map(|s| LiveSandbox {
@@ -103,12 +140,22 @@ pub async fn collect_garbage(client: &Client, opts: &Options) -> Result<Report> 
             namespace: s.namespace,
         })
         .collect();
+    let waiting = attachments::without_sandbox(&live, &pods);
+    patience.observe(&mut pods, &waiting, Instant::now());
+    for pod in pods.iter().filter(|p| p.stuck) {
+        warn!(
+            "pod {}/{} has had no sandbox for over {:?}: not waiting for it",
+            pod.namespace, pod.name, patience.limit
+        );
+    }
+    let ours = our_plugins(&opts.bin_dir, opts.plugins.as_ref())?;
+    let networks = served_networks(client, opts, &ours).await?;
     let mut report = Report {
         networks: networks.len(),
         ..Report::default()
     };
     let keep = match attachments::plan(&live, &pods, &networks) {
-        Plan::Defer(why) => {
+        Plan::Defer { why, .. } => {
             report.deferred = Some(why);
             return Ok(report);
         }
@@ -186,6 +233,7 @@ fn pod_info(pod: &Pod) -> PodInfo {
         terminal: matches!(phase, Some("Succeeded" | "Failed")),
         networks: annotation("k8s.v1.cni.cncf.io/networks"),
         network_status: annotation("k8s.v1.cni.cncf.io/network-status"),
+        stuck: false,
     }
 }
 
@@ -251,6 +299,44 @@ async fn network_attachment_definitions(client: &Client) -> Result<Vec<(String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pod(uid: &str) -> PodInfo {
+        PodInfo {
+            uid: uid.to_string(),
+            ..PodInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_pod_is_stuck_once_it_has_had_no_sandbox_for_the_whole_limit() {
+        let mut patience = Patience::new(Duration::from_secs(600));
+        let start = Instant::now();
+        let mut pods = vec![pod("a"), pod("b")];
+        let a = BTreeSet::from(["a".to_string()]);
+        patience.observe(&mut pods, &a, start);
+        patience.observe(&mut pods, &a, start + Duration::from_secs(599));
+        assert!(!pods[0].stuck);
+        patience.observe(&mut pods, &a, start + Duration::from_secs(600));
+        assert!(pods[0].stuck && !pods[1].stuck);
+    }
+
+    /// A pod that got its sandbox starts from scratch when it is without one again (its sandbox
+    /// made anew after a crash): that is a start, worth waiting for.
+    #[test]
+    fn a_sandbox_resets_the_clock() {
+        let mut patience = Patience::new(Duration::from_secs(600));
+        let start = Instant::now();
+        let mut pods = vec![pod("a")];
+        let a = BTreeSet::from(["a".to_string()]);
+        patience.observe(&mut pods, &a, start);
+        patience.observe(
+            &mut pods,
+            &BTreeSet::new(),
+            start + Duration::from_secs(300),
+        );
+        patience.observe(&mut pods, &a, start + Duration::from_secs(700));
+        assert!(!pods[0].stuck);
+    }
 
     #[test]
     fn a_path_below_the_host_root_is_what_the_node_sees() {
