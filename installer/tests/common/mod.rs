@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod fake_api;
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
