@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod daemon;
+pub mod host;
 pub mod image;
 pub mod node;
 pub mod ovs;

@@ -150,6 +150,9 @@ const TESTS: &[(&str, Test)] = &[
     ),
 ];
 
+/// The last test of every run: teardown leaves nothing behind.
+const TEARDOWN_TEST: &str = "the_tier_leaves_the_machine_as_it_found_it";
+
 pub struct Ctx {
     pub cluster: Cluster,
     pub repo: std::path::PathBuf,
@@ -164,18 +167,19 @@ fn main() -> ExitCode {
         .iter()
         .filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
         .collect();
-    println!("\nrunning {} tests", selected.len());
+    // The teardown's check runs after the selected tests, whatever they are.
+    println!("\nrunning {} tests", selected.len() + 1);
     let started = Instant::now();
     if !nix::unistd::Uid::effective().is_root() {
         println!("the cluster tier needs root (it runs a kubelet and containerd)");
-        return summary(0, selected.len(), started);
+        return summary(0, selected.len() + 1, started);
     }
     let repo = kube_tier::repo();
     let cluster = match kube_tier::kube_bin().and_then(|bin| Cluster::start(&bin, &repo)) {
         Ok(c) => c,
         Err(e) => {
             println!("the cluster did not start: {e:#}");
-            return summary(0, selected.len(), started);
+            return summary(0, selected.len() + 1, started);
         }
     };
     let mut ctx = Ctx { cluster, repo };
@@ -201,11 +205,19 @@ fn main() -> ExitCode {
             }
         }
     }
+    // Teardown is a test of its own: the machine is as it was before the start (processes,
+    // mounts, namespaces, cgroups, sysctls, and the paths the tier may touch outside its base
+    // directory).
+    let t = Instant::now();
     let errors = ctx.cluster.teardown();
-    if !errors.is_empty() {
+    let secs = t.elapsed().as_secs_f64();
+    if errors.is_empty() {
+        passed += 1;
+        println!("test {TEARDOWN_TEST} ... ok ({secs:.1} s)");
+    } else {
         failed += 1;
         println!(
-            "teardown left something behind:\n    {}",
+            "test {TEARDOWN_TEST} ... FAILED ({secs:.1} s)\n    {}",
             errors.join("\n    ")
         );
     }

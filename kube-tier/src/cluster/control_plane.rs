@@ -1,0 +1,108 @@
+//! The control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{kubectl_clone, Cluster, APISERVER_PORT, ETCD_CLIENT};
+use crate::daemon::{run, wait_for};
+use crate::node::{NODE_IP, SERVICE_SUBNET};
+use crate::pki::Pki;
+
+impl Cluster {
+    /// Starts etcd, the API server (and waits until it is ready), the controller-manager and
+    /// the scheduler.
+    pub(super) fn start_control_plane(&mut self, pki: &Pki, logs: &Path) -> Result<()> {
+        let mut etcd = Command::new("etcd");
+        etcd.arg("--data-dir")
+            .arg(self.base.join("etcd"))
+            .args([
+                "--listen-client-urls",
+                ETCD_CLIENT,
+                "--advertise-client-urls",
+                ETCD_CLIENT,
+            ])
+            .args(["--listen-peer-urls", "http://127.0.0.1:2380"])
+            .args(["--initial-advertise-peer-urls", "http://127.0.0.1:2380"])
+            .args(["--initial-cluster", "default=http://127.0.0.1:2380"])
+            .args(["--log-level", "warn"]);
+        self.spawn("etcd", etcd, logs)?;
+        wait_for("etcd to listen", Duration::from_secs(30), || {
+            Ok(std::net::TcpStream::connect("127.0.0.1:2379")
+                .ok()
+                .map(drop))
+        })?;
+
+        let mut api = Command::new(self.bin.join("kube-apiserver"));
+        api.args(["--etcd-servers", ETCD_CLIENT, "--bind-address", "127.0.0.1"])
+            .arg(format!("--secure-port={APISERVER_PORT}"))
+            .arg(format!("--advertise-address={NODE_IP}"))
+            .arg("--tls-cert-file")
+            .arg(&pki.apiserver_cert)
+            .arg("--tls-private-key-file")
+            .arg(&pki.apiserver_key)
+            .arg("--client-ca-file")
+            .arg(&pki.ca_cert)
+            .arg("--token-auth-file")
+            .arg(&pki.token_file)
+            .arg("--service-account-key-file")
+            .arg(&pki.sa_pub)
+            .arg("--service-account-signing-key-file")
+            .arg(&pki.sa_key)
+            .args(["--service-account-issuer", "https://kubernetes.default.svc"])
+            .args(["--authorization-mode", "RBAC", "--allow-privileged=true"])
+            // Endpoints cannot point at loopback; pods reach the API through the node's DNAT.
+            .args(["--endpoint-reconciler-type", "none"])
+            .arg(format!("--service-cluster-ip-range={SERVICE_SUBNET}"))
+            .args(["--kubelet-preferred-address-types", "Hostname"])
+            .args(["--v", "1"]);
+        self.spawn("kube-apiserver", api, logs)?;
+        let kubectl = self.kubectl_command();
+        wait_for(
+            "the API server to be ready",
+            Duration::from_secs(90),
+            || {
+                self.check_daemons()?;
+                let mut k = kubectl_clone(&kubectl);
+                Ok(run(k.args(["get", "--raw", "/readyz"])).ok().map(drop))
+            },
+        )?;
+
+        let mut cm = Command::new(self.bin.join("kube-controller-manager"));
+        cm.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--service-account-private-key-file")
+            .arg(&pki.sa_key)
+            .arg("--root-ca-file")
+            .arg(&pki.ca_cert)
+            .args([
+                "--controllers",
+                "*",
+                "--leader-elect=false",
+                "--bind-address",
+                "127.0.0.1",
+            ])
+            .args([
+                "--port",
+                "0",
+                "--use-service-account-credentials=false",
+                "--v",
+                "1",
+            ]);
+        self.spawn("kube-controller-manager", cm, logs)?;
+        let mut sched = Command::new(self.bin.join("kube-scheduler"));
+        sched.arg("--kubeconfig").arg(&self.kubeconfig).args([
+            "--leader-elect=false",
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--v",
+            "1",
+        ]);
+        self.spawn("kube-scheduler", sched, logs)?;
+        Ok(())
+    }
+}
