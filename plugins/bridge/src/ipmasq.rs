@@ -60,9 +60,9 @@ pub struct ReferenceNames<'a> {
     pub container_id: &'a str,
 }
 
-/// The reference plugin 1.1 deletes its masquerade rules from iptables on DEL, and with
-/// iptables-nft it fails that DEL when its chain does not exist at all (it does not recognize
-/// the "does not exist" answer). So that a node can switch back to it with pods running, ADD
+/// The reference plugin (1.1 and 1.9 alike) deletes its masquerade rules from iptables on DEL,
+/// and with iptables-nft it fails that DEL when its chain does not exist at all (it does not
+/// recognize the "does not exist" answer). So that a node can switch back to it with pods running, ADD
 /// leaves the chain it looks for, IPv4 and IPv6 as the addresses need. Nothing jumps to it; its
 /// one rule, a RETURN, carries the reference plugin's comment, by which GC finds the chain of an
 /// attachment that is gone (DEL finds it by name). Nothing to do where iptables is not installed
