@@ -93,14 +93,6 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::gc::the_node_agents_collect_what_lost_dels_left,
     ),
     (
-        "the_node_agents_collect_after_the_runtime_is_killed_mid_pod",
-        scenarios::gc::the_node_agents_collect_after_the_runtime_is_killed_mid_pod,
-    ),
-    (
-        "the_node_agents_collect_a_sandbox_deleted_behind_the_runtime",
-        scenarios::gc::the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
-    ),
-    (
         "events_are_recorded_in_default",
         scenarios::operator::events_in_default,
     ),
@@ -147,6 +139,15 @@ const TESTS: &[(&str, Test)] = &[
     (
         "deleting_the_config_garbage_collects_its_objects",
         scenarios::changes::delete_gc,
+    ),
+    // Last: they crash and restart containerd and the kubelet.
+    (
+        "the_node_agents_collect_after_the_runtime_is_killed_mid_pod",
+        scenarios::gc::the_node_agents_collect_after_the_runtime_is_killed_mid_pod,
+    ),
+    (
+        "the_node_agents_collect_a_sandbox_deleted_behind_the_runtime",
+        scenarios::gc::the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
     ),
 ];
 
