@@ -97,39 +97,14 @@ impl LinkEvents {
         }
     }
 
-    /// One whole datagram into `buf`, grown when it is larger (its length is peeked first:
-    /// netlink drops the tail of a datagram that does not fit).
     fn recv_datagram(&mut self) -> io::Result<usize> {
-        let mut nothing: &mut [u8] = &mut [];
-        let len = retry_eintr(|| {
-            self.socket
-                .recv(&mut nothing, libc::MSG_PEEK | libc::MSG_TRUNC)
-        })?;
-        self.buf.clear();
-        self.buf.reserve(len.max(RECV_BUF));
-        let read = retry_eintr(|| self.socket.recv(&mut self.buf, 0))?;
-        if read != len {
-            return Err(io::Error::other(format!(
-                "netlink datagram of {len} bytes read as {read}"
-            )));
-        }
-        Ok(len)
+        super::recv_datagram(&self.socket, &mut self.buf)
     }
 }
 
 impl AsRawFd for LinkEvents {
     fn as_raw_fd(&self) -> RawFd {
         self.socket.as_raw_fd()
-    }
-}
-
-/// Repeats a call that a signal interrupted.
-fn retry_eintr(mut f: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
-    loop {
-        match f() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
     }
 }
 

@@ -199,25 +199,8 @@ impl Netlink {
         }
     }
 
-    /// Reads one datagram into `buf`, growing it when the datagram is larger, and returns its
-    /// length. Netlink drops the tail of a datagram that does not fit, so the length is peeked
-    /// (MSG_PEEK | MSG_TRUNC) before the read.
     fn recv_datagram(&self, buf: &mut Vec<u8>) -> std::result::Result<usize, NlError> {
-        let mut nothing: &mut [u8] = &mut [];
-        let len = retry_eintr(|| {
-            self.socket
-                .recv(&mut nothing, libc::MSG_PEEK | libc::MSG_TRUNC)
-        })?;
-        buf.clear();
-        buf.reserve(len.max(RECV_BUF));
-        // recv fills the spare capacity and sets the length to what it read.
-        let read = retry_eintr(|| self.socket.recv(buf, 0))?;
-        if read != len {
-            return Err(NlError::Socket(format!(
-                "netlink datagram of {len} bytes read as {read}"
-            )));
-        }
-        Ok(len)
+        Ok(recv_datagram(&self.socket, buf)?)
     }
 
     /// A request answered by an ACK only (new, set, del).
@@ -265,6 +248,24 @@ fn open_socket() -> io::Result<Socket> {
     // Connecting autobinds a port id and makes the kernel our only peer.
     socket.connect(&SocketAddr::new(0, 0))?;
     Ok(socket)
+}
+
+/// Reads one datagram of `socket` into `buf`, growing it when the datagram is larger, and
+/// returns its length. Netlink drops the tail of a datagram that does not fit, so the length is
+/// peeked (MSG_PEEK | MSG_TRUNC) before the read. Replies and notifications alike.
+fn recv_datagram(socket: &Socket, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut nothing: &mut [u8] = &mut [];
+    let len = retry_eintr(|| socket.recv(&mut nothing, libc::MSG_PEEK | libc::MSG_TRUNC))?;
+    buf.clear();
+    buf.reserve(len.max(RECV_BUF));
+    // recv fills the spare capacity and sets the length to what it read.
+    let read = retry_eintr(|| socket.recv(buf, 0))?;
+    if read != len {
+        return Err(io::Error::other(format!(
+            "netlink datagram of {len} bytes read as {read}"
+        )));
+    }
+    Ok(len)
 }
 
 /// Repeats a call that a signal interrupted: the kernel still holds the reply.

@@ -17,7 +17,7 @@ use kube_tier::cluster::NODE_NAME;
 use kube_tier::daemon::{run, run_with_stdin, wait_for};
 
 use crate::scenarios::operator::{LINUX_BRIDGE_DS, OWN_SPEC};
-use crate::scenarios::pods::{bridge_ports, create_pod, wait_pod_ip};
+use crate::scenarios::pods::{bridge_ports, create_pod, delete_pod, wait_pod_ip};
 use crate::{check, Ctx, NAMESPACE};
 
 /// The tier's operator runs its node agents with this `GC_INTERVAL`.
@@ -214,7 +214,7 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
         "the live pod's lease was collected".into()
     })?;
     reaches_its_gateway(ctx, "gc-live", "after the collection")?;
-    ctx.kubectl(&["delete", "pod", "-n", "default", "gc-live", "--wait=false"])?;
+    delete_pod(ctx, "gc-live")?;
     Ok(())
 }
 
@@ -260,7 +260,7 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
         pods.len()
     );
     for pod in &pods {
-        ctx.kubectl(&["delete", "pod", "-n", "default", pod, "--wait=false"])?;
+        delete_pod(ctx, pod)?;
     }
     Ok(())
 }
@@ -313,14 +313,7 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
         "the live pod's lease was collected".into()
     })?;
     reaches_its_gateway(ctx, "gc-agent-live", "after the agent's collections")?;
-    ctx.kubectl(&[
-        "delete",
-        "pod",
-        "-n",
-        "default",
-        "gc-agent-live",
-        "--wait=false",
-    ])?;
+    delete_pod(ctx, "gc-agent-live")?;
     Ok(())
 }
 
@@ -447,7 +440,7 @@ pub fn the_node_agents_collect_after_the_runtime_is_killed_mid_pod(ctx: &mut Ctx
         since.join("\n      ")
     );
     reaches_its_gateway(ctx, "gc-crash", "after the runtime's crash")?;
-    ctx.kubectl(&["delete", "pod", "-n", "default", "gc-crash", "--wait=false"])?;
+    delete_pod(ctx, "gc-crash")?;
     Ok(())
 }
 
@@ -524,14 +517,7 @@ pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ct
         "gc-behind",
         &format!("with its new sandbox ({new_ip})"),
     )?;
-    ctx.kubectl(&[
-        "delete",
-        "pod",
-        "-n",
-        "default",
-        "gc-behind",
-        "--wait=false",
-    ])?;
+    delete_pod(ctx, "gc-behind")?;
     // The next scenarios start from a Ready node whose agents run.
     ctx.kubectl(&[
         "wait",

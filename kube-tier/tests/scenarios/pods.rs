@@ -37,10 +37,16 @@ pub fn churn_pods(
         let name = format!("{prefix}-{n}");
         create_pod(ctx, &name)?;
         wait_pod_ip(ctx, &name)?;
-        ctx.kubectl(&["delete", "pod", "-n", "default", &name, "--wait=false"])?;
+        delete_pod(ctx, &name)?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Asks the API to delete pod `name` of `default`, without waiting for the kubelet.
+pub fn delete_pod(ctx: &Ctx, name: &str) -> Result<()> {
+    ctx.kubectl(&["delete", "pod", "-n", "default", name, "--wait=false"])
+        .map(drop)
 }
 
 pub fn create_pod(ctx: &Ctx, name: &str) -> Result<()> {

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use kube_tier::daemon::{run, wait_for};
 
 use super::operator::LINUX_BRIDGE_DS;
-use super::pods::{churn_pods, create_pod, wait_pod_ip};
+use super::pods::{churn_pods, create_pod, delete_pod, wait_pod_ip};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 const NEW_IMAGE: &str = "localhost/secondary-cni/plugins:upgrade";
@@ -110,14 +110,7 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
     // A pod after the upgrade gets its network from what the DaemonSet installed.
     create_pod(ctx, "after-upgrade")?;
     wait_pod_ip(ctx, "after-upgrade")?;
-    ctx.kubectl(&[
-        "delete",
-        "pod",
-        "-n",
-        "default",
-        "after-upgrade",
-        "--wait=false",
-    ])?;
+    delete_pod(ctx, "after-upgrade")?;
     let failures = ctx
         .kubectl(&[
             "get",
