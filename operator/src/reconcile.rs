@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -341,18 +341,21 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         .set_kubemacpool_deployed(applied.kube_mac_pool.is_some());
 
     let progressing = progress(ctx, &objects).await?;
-    // A rollout waiting for an image that cannot be pulled is not hung: the status names the
-    // image, and it goes on as soon as the image can be had (a mirror, a registry back up).
+    // A rollout waiting for an image that cannot be pulled, or for nodes that are down, is not
+    // hung: the status names the image or the nodes, and it goes on as soon as the image can be
+    // had (a mirror, a registry back up) or the nodes return, however long that takes.
     let tracked: Vec<Rollout> = progressing
         .iter()
-        .filter(|p| !p.waiting_for_images)
+        .filter(|p| !p.waiting)
         .map(|p| Rollout {
             object: p.object.clone(),
             line: p.line.clone(),
             fingerprint: p.fingerprint.clone(),
         })
         .collect();
-    let hung = ctx.rollouts.observe(&tracked, now);
+    let hung = ctx
+        .rollouts
+        .observe(&tracked, now, ctx.settings.progress_timeout);
     let lines: Vec<String> = progressing.iter().map(|p| p.line.clone()).collect();
     let health = if lines.is_empty() {
         Health::Available
@@ -587,22 +590,26 @@ struct Progress {
     /// Which object: what the rollout tracker keys its clock on.
     object: Identity,
     /// Why, for the status: `DaemonSet "ns/name" is not available (...)`, and the images its
-    /// pods cannot pull.
+    /// pods cannot pull or the nodes down that its pods wait for.
     line: String,
     /// Changes whenever the object's status or generation does.
     fingerprint: String,
-    /// Its pods wait for images that cannot be pulled.
-    waiting_for_images: bool,
+    /// Its pods wait for what no rollout fixes: images that cannot be pulled, nodes that are
+    /// down.
+    waiting: bool,
 }
 
 /// The rendered DaemonSets and Deployments still rolling out.
 async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
     let mut out = Vec::new();
+    // Read once, and only when a DaemonSet is short of pods.
+    let mut nodes: Option<Vec<Node>> = None;
     for object in objects {
         let id = Identity::of(object);
         if id.api_version != "apps/v1" {
             continue;
         }
+        let mut unavailable_pods = 0;
         let (line, fingerprint, selector) = match id.kind.as_str() {
             "DaemonSet" => {
                 let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), &id.namespace);
@@ -612,11 +619,18 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
                     .map_err(|e| Error::wrap(format!("read {id}"), e))?
                 {
                     Some(ds) => match status::daemonset_progress(&ds) {
-                        Some(line) => (
-                            line,
-                            fingerprint(ds.metadata.generation, &ds.status),
-                            ds.spec.map(|s| s.selector),
-                        ),
+                        Some(line) => {
+                            unavailable_pods = ds
+                                .status
+                                .as_ref()
+                                .and_then(|s| s.number_unavailable)
+                                .unwrap_or(0);
+                            (
+                                line,
+                                fingerprint(ds.metadata.generation, &ds.status),
+                                ds.spec.map(|s| s.selector),
+                            )
+                        }
                         None => continue,
                     },
                     None => (format!("{id} is missing"), String::new(), None),
@@ -642,17 +656,29 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
             }
             _ => continue,
         };
-        let problems = match selector.as_ref().and_then(match_labels) {
-            Some(labels) => {
-                let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
-                let list = pods
-                    .list(&ListParams::default().labels(&labels))
-                    .await
-                    .map_err(|e| Error::wrap(format!("list the pods of {id}"), e))?;
-                status::image_pull_problems(&list.items)
+        let mut problems = Vec::new();
+        if let Some(labels) = selector.as_ref().and_then(match_labels) {
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+            let list = pods
+                .list(&ListParams::default().labels(&labels))
+                .await
+                .map_err(|e| Error::wrap(format!("list the pods of {id}"), e))?;
+            problems = status::image_pull_problems(&list.items);
+            if problems.is_empty() && unavailable_pods > 0 {
+                if nodes.is_none() {
+                    let api: Api<Node> = Api::all(ctx.client.clone());
+                    let list = api
+                        .list(&ListParams::default())
+                        .await
+                        .map_err(|e| Error::wrap("list the nodes".to_string(), e))?;
+                    nodes = Some(list.items);
+                }
+                let down = status::nodes_down(&list.items, nodes.as_deref().unwrap_or_default());
+                if down.len() >= unavailable_pods as usize {
+                    problems = down;
+                }
             }
-            None => Vec::new(),
-        };
+        }
         out.push(Progress {
             component: object["metadata"]["labels"][labels::OWN_COMPONENT]
                 .as_str()
@@ -665,7 +691,7 @@ async fn progress(ctx: &Ctx, objects: &[Value]) -> Result<Vec<Progress>> {
                 format!("{line}: {}", problems.join(", "))
             },
             fingerprint,
-            waiting_for_images: !problems.is_empty(),
+            waiting: !problems.is_empty(),
         });
     }
     Ok(out)

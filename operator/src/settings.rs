@@ -19,6 +19,8 @@ pub const OPENSHIFT_CNI_CONF_DIR: &str = "/etc/kubernetes/cni/net.d";
 /// How often the node agents collect what lost DELs left: often enough that a node rebooted
 /// or a runtime restarted is clean within minutes, rarely enough to cost nothing.
 pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(10 * 60);
+/// How long a rollout may go without any change of its status before it counts as hung.
+pub const DEFAULT_PROGRESS_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// The upstream operator's variables for the images of linux-bridge, its marker and ovs-cni:
 /// here `PLUGINS_IMAGE` carries our plugins, installer and marker instead, so these are not
@@ -71,6 +73,10 @@ pub struct Settings {
     /// `GC_INTERVAL` (a duration: `10m`, `90s`; `0` turns collection off): how often the node
     /// agents collect what lost DELs left.
     pub gc_interval: Duration,
+    /// `PROGRESS_TIMEOUT` (a duration): how long a DaemonSet or Deployment may roll out without
+    /// any change of its status before the configuration is Degraded (`RolloutHung`). Rollouts
+    /// waiting for images that cannot be pulled, or for nodes that are down, never count.
+    pub progress_timeout: Duration,
     /// `POD_NAME` (else `HOSTNAME`): names this operator in its events (`reportingInstance`).
     pub pod_name: String,
 }
@@ -106,6 +112,7 @@ impl Settings {
             cni_conf_dir: DEFAULT_CNI_CONF_DIR.to_string(),
             cri_socket: String::new(),
             gc_interval: DEFAULT_GC_INTERVAL,
+            progress_timeout: DEFAULT_PROGRESS_TIMEOUT,
             pod_name: String::new(),
         }
         .with_upstream_image_defaults()
@@ -169,6 +176,16 @@ impl Settings {
                 Err(_) => {}
             }
         }
+        if let Ok(v) = env::var("PROGRESS_TIMEOUT") {
+            match parse_go_duration(&v) {
+                Ok(timeout) if !timeout.is_zero() => s.progress_timeout = timeout,
+                _ if v.is_empty() => {}
+                _ => tracing::warn!(
+                    "PROGRESS_TIMEOUT={v:?} is not a positive duration; the default \
+                     {DEFAULT_PROGRESS_TIMEOUT:?} is used"
+                ),
+            }
+        }
         s
     }
 
@@ -223,6 +240,10 @@ impl Settings {
             (
                 "GC_INTERVAL",
                 EnvValue::Literal(format_duration(self.gc_interval)),
+            ),
+            (
+                "PROGRESS_TIMEOUT",
+                EnvValue::Literal(format_duration(self.progress_timeout)),
             ),
         ]
     }

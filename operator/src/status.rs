@@ -2,17 +2,18 @@
 //! the way the upstream operator does (same reasons), readiness of the rendered DaemonSets and
 //! Deployments, hung rollouts, and the status write itself.
 //!
-//! A progressing object whose status has not changed for [`PROGRESS_TIMEOUT`] makes the
-//! configuration Degraded (`RolloutHung`): a DaemonSet whose pods crash-loop would otherwise
-//! report Progressing forever.
+//! A progressing object whose status has not changed for the progress timeout (`PROGRESS_TIMEOUT`,
+//! 10 minutes by default) makes the configuration Degraded (`RolloutHung`): a DaemonSet whose pods
+//! crash-loop would otherwise report Progressing forever. One that waits for images that cannot
+//! be pulled or for nodes that are down is not hung: it stays Progressing, naming them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
@@ -27,9 +28,6 @@ use crate::spec::{
 pub const AVAILABLE: &str = "Available";
 pub const PROGRESSING: &str = "Progressing";
 pub const DEGRADED: &str = "Degraded";
-
-/// How long a progressing object may keep the same status before the rollout counts as hung.
-pub const PROGRESS_TIMEOUT: SignedDuration = SignedDuration::from_mins(10);
 
 /// Status writes retried on a conflict, 50 ms apart.
 const WRITE_ATTEMPTS: usize = 10;
@@ -47,7 +45,7 @@ pub enum Health {
     /// `FailedToDeleteObjects`.
     Failing { reason: String, message: String },
     /// Objects still rolling out, one line each; `hung` names those that have not changed for
-    /// [`PROGRESS_TIMEOUT`].
+    /// the progress timeout.
     Deploying {
         progressing: Vec<String>,
         hung: Vec<String>,
@@ -340,6 +338,55 @@ pub fn image_pull_problems(pods: &[Pod]) -> Vec<String> {
     out
 }
 
+/// The nodes that are not Ready and hold a pod of `pods` that is not ready, one line each
+/// (`waiting for node node02, which is not Ready (Unknown: ...)`): a pod there waits for its node,
+/// not for its rollout.
+pub fn nodes_down(pods: &[Pod], nodes: &[Node]) -> Vec<String> {
+    let mut out = Vec::new();
+    for pod in pods {
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+            continue;
+        };
+        if ready {
+            continue;
+        }
+        let Some(node) = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node_name))
+        else {
+            continue;
+        };
+        let condition = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+        if condition.is_some_and(|c| c.status == "True") {
+            continue;
+        }
+        let why = match condition {
+            Some(c) => format!(
+                "{}: {}",
+                c.status,
+                c.message
+                    .as_deref()
+                    .unwrap_or(c.reason.as_deref().unwrap_or(""))
+            ),
+            None => "no Ready condition".to_string(),
+        };
+        let line = format!("waiting for node {node_name}, which is not Ready ({why})");
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
 fn qualified<K: kube::Resource>(o: &K) -> String {
     match o.meta().namespace.as_deref() {
         Some(ns) => format!("{ns}/{}", o.meta().name.as_deref().unwrap_or_default()),
@@ -395,9 +442,14 @@ pub struct RolloutTracker {
 
 impl RolloutTracker {
     /// Records this reconcile's progressing objects and returns the lines of those whose
-    /// fingerprint has not changed for [`PROGRESS_TIMEOUT`]. Objects no longer progressing are
-    /// forgotten.
-    pub fn observe(&self, progressing: &[Rollout], now: Timestamp) -> Vec<String> {
+    /// fingerprint has not changed for `timeout`. Objects no longer progressing are forgotten.
+    pub fn observe(
+        &self,
+        progressing: &[Rollout],
+        now: Timestamp,
+        timeout: std::time::Duration,
+    ) -> Vec<String> {
+        let timeout = SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
         let mut seen = match self.seen.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
@@ -411,7 +463,7 @@ impl RolloutTracker {
             if entry.0 != rollout.fingerprint {
                 *entry = (rollout.fingerprint.clone(), now);
             }
-            if now.duration_since(entry.1) >= PROGRESS_TIMEOUT {
+            if now.duration_since(entry.1) >= timeout {
                 hung.push(format!(
                     "{}; its status has not changed for {} minutes",
                     rollout.line,
@@ -516,6 +568,8 @@ fn status_patch(
 
 #[cfg(test)]
 mod tests {
+    /// The default progress timeout.
+    const TIMEOUT: std::time::Duration = crate::settings::DEFAULT_PROGRESS_TIMEOUT;
     use super::*;
 
     fn at(secs: i64) -> Timestamp {
@@ -768,6 +822,47 @@ mod tests {
         );
     }
 
+    fn pod_on(node: &str, ready: &str) -> Pod {
+        serde_json::from_value(json!({
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}
+        }))
+        .expect("a valid Pod")
+    }
+
+    fn node(name: &str, ready: &str, message: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": ready, "message": message}]}
+        }))
+        .expect("a valid Node")
+    }
+
+    #[test]
+    fn an_unready_pod_on_a_node_that_is_down_waits_for_its_node() {
+        let nodes = [
+            node("node01", "True", "kubelet is posting ready status"),
+            node("node02", "Unknown", "Kubelet stopped posting node status."),
+        ];
+        let pods = [pod_on("node01", "True"), pod_on("node02", "False")];
+        assert_eq!(
+            nodes_down(&pods, &nodes),
+            ["waiting for node node02, which is not Ready (Unknown: Kubelet stopped posting node status.)"]
+        );
+    }
+
+    #[test]
+    fn an_unready_pod_on_a_ready_node_waits_for_no_node() {
+        let nodes = [node("node01", "True", "")];
+        assert!(nodes_down(&[pod_on("node01", "False")], &nodes).is_empty());
+    }
+
+    #[test]
+    fn a_ready_pod_on_a_node_gone_not_ready_waits_for_nothing() {
+        let nodes = [node("node02", "False", "")];
+        assert!(nodes_down(&[pod_on("node02", "True")], &nodes).is_empty());
+    }
+
     #[test]
     fn containers_waiting_for_other_reasons_are_no_pull_problem() {
         let pods = [pod_waiting(None, ("quay.io/b:1", "ContainerCreating"))];
@@ -865,7 +960,8 @@ mod tests {
         let tracker = RolloutTracker::default();
         let a = daemonset("ns", "a");
         let line = "DaemonSet \"ns/a\" is not available (awaiting 1 nodes)".to_string();
-        let obs = |fp: &str, secs: i64| tracker.observe(&[rollout(&a, &line, fp)], at(secs));
+        let obs =
+            |fp: &str, secs: i64| tracker.observe(&[rollout(&a, &line, fp)], at(secs), TIMEOUT);
         assert!(obs("s1", 0).is_empty());
         assert!(obs("s1", 9 * 60).is_empty());
         assert!(obs("s2", 9 * 60 + 30).is_empty());
@@ -874,7 +970,7 @@ mod tests {
         assert_eq!(hung.len(), 1);
         assert!(hung[0].starts_with(&line));
         // no longer progressing: forgotten, so a new rollout gets its full ten minutes
-        assert!(tracker.observe(&[], at(21 * 60)).is_empty());
+        assert!(tracker.observe(&[], at(21 * 60), TIMEOUT).is_empty());
         assert!(obs("s2", 22 * 60).is_empty());
     }
 
@@ -885,10 +981,10 @@ mod tests {
         // the line a missing DaemonSet gets names it without quotes
         let missing = "DaemonSet ns/a is missing";
         assert!(tracker
-            .observe(&[rollout(&a, missing, "")], at(0))
+            .observe(&[rollout(&a, missing, "")], at(0), TIMEOUT)
             .is_empty());
         let reworded = "DaemonSet ns/a is still missing";
-        let hung = tracker.observe(&[rollout(&a, reworded, "")], at(10 * 60));
+        let hung = tracker.observe(&[rollout(&a, reworded, "")], at(10 * 60), TIMEOUT);
         assert_eq!(
             hung,
             [format!(
@@ -903,12 +999,12 @@ mod tests {
         let (a, b) = (daemonset("ns", "a"), daemonset("other", "a"));
         let line = "a rollout line naming neither";
         assert!(tracker
-            .observe(&[rollout(&a, line, "s1")], at(0))
+            .observe(&[rollout(&a, line, "s1")], at(0), TIMEOUT)
             .is_empty());
         let both = [rollout(&a, line, "s1"), rollout(&b, line, "s1")];
-        assert!(tracker.observe(&both, at(5 * 60)).is_empty());
+        assert!(tracker.observe(&both, at(5 * 60), TIMEOUT).is_empty());
         // a has been unchanged for ten minutes, b only for five
-        assert_eq!(tracker.observe(&both, at(10 * 60)).len(), 1);
+        assert_eq!(tracker.observe(&both, at(10 * 60), TIMEOUT).len(), 1);
     }
 
     #[test]

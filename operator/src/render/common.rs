@@ -656,9 +656,13 @@ fn with_garbage_collection(ctx: &Ctx, agent: &mut Container) {
     agent
         .volume_mounts
         .get_or_insert_with(Vec::new)
-        // No mount propagation: GC reads files and sockets, never mounts made later, and a
-        // node's `/` need not be a shared mount.
-        .push(mount(HOST_ROOT_VOLUME, HOST_ROOT));
+        .push(VolumeMount {
+            // The node's unmounts must reach the pod: a private copy of `/` would hold every mount
+            // under it (other pods' volumes, a CSI volume being detached) busy until the agent
+            // restarts. As the Multus DaemonSet mounts `/`; a node's `/` is a shared mount.
+            mount_propagation: Some("HostToContainer".to_string()),
+            ..mount(HOST_ROOT_VOLUME, HOST_ROOT)
+        });
 }
 
 /// The long-running installer container: re-installs when a binary goes missing or changes,

@@ -465,7 +465,7 @@ mod tests {
                 .find(|m| m["name"] == root["name"])
                 .unwrap();
             assert_eq!(mount["mountPath"], "/host");
-            assert!(mount.get("mountPropagation").is_none());
+            assert_eq!(mount["mountPropagation"], "HostToContainer");
         }
         let rules = |out: &[Rendered], role: &str| {
             out.iter()
