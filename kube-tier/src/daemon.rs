@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,6 +38,16 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
+        // `kube-tier up` blocks SIGINT and SIGTERM to wait for them; a daemon would inherit the
+        // mask through exec and ignore the SIGTERM that stops it.
+        // SAFETY: between fork and exec only pthread_sigmask runs, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::signal::SigSet::empty()
+                    .thread_set_mask()
+                    .map_err(std::io::Error::from)
+            });
+        }
         let child = cmd
             .spawn()
             .with_context(|| format!("start {name} ({:?})", cmd.get_program()))?;

@@ -1,31 +1,57 @@
-//! What the tier touches on the machine outside its base directory.
+//! What the tier may touch on the machine outside its base directory, and what it must put back.
 //!
-//! Most of the daemons' paths are moved into the base directory by their configuration. A few are
-//! fixed in the versions the tier runs: the kubelet 1.20 puts its device-plugin socket under
-//! `/var/lib/kubelet/device-plugins` and the pods' logs under `/var/log/pods` (symlinked from
-//! `/var/log/containers`) whatever `--root-dir` says; containerd 1.6's shims put their sockets
-//! under `/run/containerd/s`; libcni, as containerd 1.6 calls it, caches results under
-//! `/var/lib/cni/results`; our plugins' ADDs hold `/run/cni/gc.lock`. For those the tier records,
-//! before it starts, what the directories hold ([`Snapshot::take`]); teardown removes what is new
-//! in them and only that ([`Snapshot::remove_new`]), then compares the watched directories with
-//! the record ([`Snapshot::differences`]).
+//! The daemons' fixed paths (the kubelet 1.20's device-plugin socket under `/var/lib/kubelet`
+//! whatever `--root-dir` says, the pods' logs under `/var/log/pods`, containerd's shim sockets
+//! under `/run/containerd/s`, libcni's cache under `/var/lib/cni/results`, the plugins' lock
+//! `/run/cni/gc.lock`) are each node's own, bound over in its mount namespace
+//! ([`crate::node::NODE_DIRS`]). The tier records, before it starts, what the directories where
+//! such files would land hold ([`Snapshot::take`]) and teardown compares them with the record
+//! ([`Snapshot::differences`]). The kubelet also rewrites three global sysctls on every start
+//! ([`Sysctls`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Paths the tier's daemons create whatever their configuration says: what is new in them at
-/// teardown is the tier's, and is removed.
-pub const FIXED: &[&str] = &[
-    "/var/lib/kubelet/device-plugins",
-    "/var/log/pods",
-    "/var/log/containers",
-    "/run/containerd/s",
-    "/var/lib/cni/results",
-    "/run/cni/gc.lock",
+use anyhow::Result;
+
+/// Sysctls the kubelet rewrites on start (they are not per namespace).
+const KUBELET_SYSCTLS: &[&str] = &[
+    "vm/overcommit_memory",
+    "kernel/panic",
+    "kernel/panic_on_oops",
 ];
 
-/// Directories compared before and after a run: the fixed paths' and every other place a
-/// kubelet, containerd, the CNI plugins or kubectl use by default.
+/// The kubelet's global sysctls as they were before the tier started.
+pub struct Sysctls {
+    saved: Vec<(PathBuf, String)>,
+}
+
+impl Sysctls {
+    pub fn save() -> Result<Sysctls> {
+        let mut saved = Vec::new();
+        for s in KUBELET_SYSCTLS {
+            let path = Path::new("/proc/sys").join(s);
+            let value = std::fs::read_to_string(&path)?;
+            saved.push((path, value));
+        }
+        Ok(Sysctls { saved })
+    }
+
+    /// Writes the saved values back; what could not be.
+    pub fn restore(&self) -> Vec<String> {
+        self.saved
+            .iter()
+            .filter_map(|(path, value)| {
+                std::fs::write(path, value)
+                    .err()
+                    .map(|e| format!("restore {}: {e}", path.display()))
+            })
+            .collect()
+    }
+}
+
+/// Directories compared before and after a run: every place a kubelet, containerd, the CNI
+/// plugins or kubectl use by default.
 pub fn watched() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = [
         "/var/lib/kubelet",
@@ -69,60 +95,9 @@ impl Snapshot {
         Snapshot { entries }
     }
 
-    /// Removes what is new since `self` was taken in the [`FIXED`] paths, and the fixed paths'
-    /// new parents when that leaves them empty. Never what existed before; never a socket
-    /// something still listens on, never through a mount point. What could not be removed.
-    pub fn remove_new(&self) -> Vec<String> {
-        let now = Snapshot::take();
-        let mut new: Vec<&PathBuf> = now.entries.difference(&self.entries).collect();
-        // Deepest first: a new directory is emptied before it is removed.
-        new.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-        let listening = listening_sockets();
-        let mounts = mount_points();
-        let mut errors = Vec::new();
-        for p in new {
-            let fixed = FIXED.iter().any(|f| p.starts_with(f));
-            let parent_of_fixed = FIXED
-                .iter()
-                .any(|f| Path::new(f).starts_with(p) && Path::new(f) != p.as_path());
-            if !fixed && !parent_of_fixed {
-                continue;
-            }
-            if listening.contains(p) {
-                errors.push(format!(
-                    "{} is in use (a process listens on it)",
-                    p.display()
-                ));
-                continue;
-            }
-            if mounts.iter().any(|m| m.starts_with(p)) {
-                errors.push(format!("{} holds a mount point", p.display()));
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(p) else {
-                continue;
-            };
-            let result = if !meta.is_dir() {
-                std::fs::remove_file(p)
-            } else if fixed {
-                // All of a new directory is new, also what lies deeper than a snapshot looks.
-                std::fs::remove_dir_all(p)
-            } else {
-                std::fs::remove_dir(p)
-            };
-            match result {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => errors.push(format!("remove {}: {e}", p.display())),
-            }
-        }
-        errors
-    }
-
     /// The entries on the machine now that `self` did not have.
     pub fn differences(&self) -> Vec<String> {
-        // Only what is new: the kubelet and containerd tidy what earlier runs (or others) left
-        // in their fixed directories, such as dangling log links, which is no fault of this run.
+        // Only what is new: what disappeared was removed by someone else, no fault of this run.
         Snapshot::take()
             .entries
             .difference(&self.entries)
@@ -155,40 +130,5 @@ fn walk(path: &Path, depth: usize, entries: &mut BTreeSet<PathBuf>) {
     };
     for e in dir.flatten() {
         walk(&e.path(), depth + 1, entries);
-    }
-}
-
-/// Paths of the unix sockets listening in the calling thread's network namespace.
-fn listening_sockets() -> BTreeSet<PathBuf> {
-    let text = std::fs::read_to_string("/proc/thread-self/net/unix").unwrap_or_default();
-    text.lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().nth(7))
-        .filter(|p| p.starts_with('/'))
-        .map(PathBuf::from)
-        .collect()
-}
-
-fn mount_points() -> Vec<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|p| PathBuf::from(p.replace("\\040", " ")))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fixed_paths_are_watched() {
-        let watched = watched();
-        for f in FIXED {
-            assert!(
-                watched.iter().any(|w| Path::new(f).starts_with(w)),
-                "{f} is not under a watched directory"
-            );
-        }
     }
 }

@@ -1,4 +1,4 @@
-//! Images: a real registry (Debian's docker-registry) on the node's 127.0.0.1:5000, which
+//! Images: a real registry (Debian's docker-registry) on the control plane's address, which
 //! containerd knows as the registry `localhost`, so the image names in deploy/
 //! (`localhost/secondary-cni/plugins:v…`) resolve unchanged and `imagePullPolicy: Always` works.
 //! Images are built with buildah from a Containerfile (ours, unchanged, for the project's image)
@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::daemon::{run, wait_for, Daemon};
 
-pub const REGISTRY_ADDR: &str = "127.0.0.1:5000";
+pub const REGISTRY_ADDR: &str = "172.31.255.1:5000";
 /// The registry's name in image references.
 pub const REGISTRY_NAME: &str = "localhost";
 /// A static busybox: the sandbox ("pause") image and the test pods' image.

@@ -1,15 +1,18 @@
-//! The cluster test tier: a real single-node Kubernetes built from Debian's packages
-//! (scripts/kube-build), started in a network namespace of its own by the tests and torn down by
-//! them, with the project's image built from its Containerfile and served by a real registry.
+//! The cluster test tier: a real Kubernetes of N nodes (two by default) built from Debian's
+//! packages (scripts/kube-build), each node in network, mount and UTS namespaces of its own, the
+//! control plane in another, started by the tests (or `kube-tier up`) and torn down by them,
+//! with the project's image built from its Containerfile and served by a real registry.
 //! containerd's pod network is our `bridge` and `tuning`, so every pod the tests start gets its
 //! interface from our plugins.
 //!
 //! `tests/cluster.rs` holds the tests; `cargo test -p kube-tier --test cluster` runs them.
 
+pub mod cli;
 pub mod cluster;
 pub mod daemon;
 pub mod host;
 pub mod image;
+pub mod network;
 pub mod node;
 pub mod ovs;
 pub mod pki;

@@ -1,5 +1,6 @@
 //! The cluster's credentials, made with openssl: a CA, the API server's serving certificate (for
-//! 127.0.0.1 and the `kubernetes` Service, which pods reach), the service-account signing key
+//! 127.0.0.1, the control plane's address on the cluster bridge, which the kubelets reach, and
+//! the `kubernetes` Service, which pods reach), the service-account signing key
 //! pair and a static admin token.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +22,8 @@ pub struct Pki {
 }
 
 /// Subject alternative names of the API server's certificate.
-const APISERVER_SANS: &str = "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,\
+const APISERVER_SANS: &str =
+    "IP:127.0.0.1,IP:172.31.255.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,\
 DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local";
 
 pub fn create(dir: &Path) -> Result<Pki> {

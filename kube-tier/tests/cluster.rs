@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::Value;
 
-use kube_tier::cluster::{condition, condition_status, plugins_image_default, NODE_NAME};
-use kube_tier::daemon::{run, wait_for};
-use kube_tier::node::POD_SUBNET;
+use kube_tier::cluster::{
+    condition, condition_status, node_count_from_env, plugins_image_default, CONTAINERD_SOCK,
+};
+use kube_tier::daemon::wait_for;
+use kube_tier::node::Node;
 use kube_tier::Cluster;
 
 mod scenarios;
@@ -89,6 +91,14 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::own_components_reach_available,
     ),
     (
+        "the_walkthrough_crosses_the_nodes_over_br0_and_their_eth1",
+        scenarios::nodes::the_walkthrough_crosses_the_nodes_over_br0,
+    ),
+    (
+        "ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off",
+        scenarios::nodes::ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off,
+    ),
+    (
         "the_node_agents_collect_what_lost_dels_left",
         scenarios::gc::the_node_agents_collect_what_lost_dels_left,
     ),
@@ -140,6 +150,10 @@ const TESTS: &[(&str, Test)] = &[
         "deleting_the_config_garbage_collects_its_objects",
         scenarios::changes::delete_gc,
     ),
+    (
+        "a_lost_node_keeps_the_config_progressing_not_degraded",
+        scenarios::nodes::a_lost_node_keeps_the_config_progressing_not_degraded,
+    ),
     // Last: they crash and restart containerd and the kubelet.
     (
         "the_node_agents_collect_after_the_runtime_is_killed_mid_pod",
@@ -176,7 +190,10 @@ fn main() -> ExitCode {
         return summary(0, selected.len() + 1, started);
     }
     let repo = kube_tier::repo();
-    let cluster = match kube_tier::kube_bin().and_then(|bin| Cluster::start(&bin, &repo)) {
+    let cluster = match node_count_from_env()
+        .and_then(|nodes| Ok((kube_tier::kube_bin()?, nodes)))
+        .and_then(|(bin, nodes)| Cluster::start(&bin, &repo, nodes))
+    {
         Ok(c) => c,
         Err(e) => {
             println!("the cluster did not start: {e:#}");
@@ -239,7 +256,7 @@ fn summary(passed: usize, failed: usize, started: Instant) -> ExitCode {
 }
 
 /// What a failed test needs to be understood: the NetworkAddonsConfig's status, the pods, the
-/// recent events and the kubelet's last lines.
+/// recent events and the kubelets' last lines.
 fn diagnostics(ctx: &Ctx) {
     let c = &ctx.cluster;
     for args in [
@@ -261,10 +278,13 @@ fn diagnostics(ctx: &Ctx) {
             lines[lines.len().saturating_sub(12)..].join("\n    ")
         );
     }
-    println!(
-        "    --- kubelet\n    {}",
-        c.log_tail("kubelet", 8).replace('\n', "\n    ")
-    );
+    for i in 0..c.nodes().len() {
+        let name = c.daemon_name(i, "kubelet");
+        println!(
+            "    --- {name}\n    {}",
+            c.log_tail(&name, 8).replace('\n', "\n    ")
+        );
+    }
 }
 
 // Shared steps of the scenarios.
@@ -286,8 +306,8 @@ impl Ctx {
         self.cluster.kubectl_stdin(&["apply", "-f", "-"], yaml)
     }
 
-    /// deploy/ applied as operator/README.md says, the operator pointed at this node's CNI
-    /// directories (as on OpenShift, they are not /opt/cni/bin), and its Deployment available.
+    /// deploy/ applied as operator/README.md says, the operator told the nodes' CRI socket and
+    /// a short GC interval, and its Deployment available.
     pub fn ensure_operator(&self) -> Result<()> {
         if self
             .kubectl(&["get", "deployment", OPERATOR, "-n", NAMESPACE])
@@ -304,9 +324,9 @@ impl Ctx {
             self.kubectl(&["apply", "-f", &path.to_string_lossy()])
                 .with_context(|| format!("kubectl apply -f deploy/{file}"))?;
         }
-        let bin = format!("CNI_BIN_DIR={}", self.cluster.cni_bin_dir().display());
-        let conf = format!("CNI_CONF_DIR={}", self.cluster.cni_conf_dir().display());
-        let cri = format!("CRI_SOCKET={}", self.cluster.containerd_socket().display());
+        // The nodes' CNI directories are the defaults; their CRI socket is named, and the GC
+        // runs sooner than by default.
+        let cri = format!("CRI_SOCKET={CONTAINERD_SOCK}");
         let gc = format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL);
         self.kubectl(&[
             "set",
@@ -314,12 +334,34 @@ impl Ctx {
             &format!("deployment/{OPERATOR}"),
             "-n",
             NAMESPACE,
-            &bin,
-            &conf,
             &cri,
             &gc,
         ])?;
         self.wait_rollout("deployment", OPERATOR)
+    }
+
+    /// The pods of `daemonset` that are not being deleted.
+    pub fn daemonset_pods(&self, daemonset: &str) -> Result<Vec<Value>> {
+        let pods = self.get(&["get", "pods", "-n", NAMESPACE])?;
+        Ok(pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| {
+                p["metadata"]["ownerReferences"][0]["name"] == daemonset
+                    && p["metadata"]["deletionTimestamp"].is_null()
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// The name of `daemonset`'s pod on `node`.
+    pub fn daemonset_pod(&self, daemonset: &str, node: &str) -> Result<String> {
+        self.daemonset_pods(daemonset)?
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == node)
+            .find_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+            .with_context(|| format!("no pod of daemonset {daemonset} on {node}"))
     }
 
     /// Waits for the object to exist, then `kubectl rollout status`.
@@ -402,18 +444,33 @@ impl Ctx {
         Ok(!self.kubectl(&args)?.trim().is_empty())
     }
 
-    pub fn node(&self) -> Result<Value> {
-        self.get(&["get", "node", NODE_NAME])
+    /// node01, where the scenarios that look at one node run their pods.
+    pub fn node01(&self) -> &Node {
+        self.cluster.node(0)
     }
 
-    /// Runs `cmd` in the node's namespace (where the test runs) and returns its stdout.
+    /// node01's Node object.
+    pub fn node(&self) -> Result<Value> {
+        self.get(&["get", "node", self.node01().name()])
+    }
+
+    /// Runs `script` on node01 and returns its stdout.
     pub fn sh(&self, script: &str) -> Result<String> {
-        run(std::process::Command::new("sh").args(["-c", script]))
+        self.node01().sh(script)
     }
 }
 
-pub fn pod_subnet_prefix() -> &'static str {
-    POD_SUBNET.trim_end_matches("0/24")
+/// Every node's pod subnet starts so.
+pub const POD_NETWORK_PREFIX: &str = "10.244.";
+/// The nodes' CNI plugin directory, in their own view (containerd's `bin_dir`).
+pub const NODE_CNI_BIN_DIR: &str = "/opt/cni/bin";
+
+/// The first three octets (and the dot) of node01's pod subnet.
+pub fn pod_subnet_prefix(ctx: &Ctx) -> String {
+    ctx.node01()
+        .pod_subnet()
+        .trim_end_matches("0/24")
+        .to_string()
 }
 
 pub fn plugins_image(ctx: &Ctx) -> Result<String> {

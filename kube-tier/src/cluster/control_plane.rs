@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::{kubectl_clone, Cluster, APISERVER_PORT, ETCD_CLIENT};
 use crate::daemon::{run, wait_for};
-use crate::node::{NODE_IP, SERVICE_SUBNET};
+use crate::network::{CONTROL_PLANE_IP, SERVICE_SUBNET};
 use crate::pki::Pki;
 
 impl Cluster {
@@ -36,9 +36,10 @@ impl Cluster {
         })?;
 
         let mut api = Command::new(self.bin.join("kube-apiserver"));
-        api.args(["--etcd-servers", ETCD_CLIENT, "--bind-address", "127.0.0.1"])
+        // On every address of the control plane's namespace: its loopback and the cluster bridge.
+        api.args(["--etcd-servers", ETCD_CLIENT, "--bind-address", "0.0.0.0"])
             .arg(format!("--secure-port={APISERVER_PORT}"))
-            .arg(format!("--advertise-address={NODE_IP}"))
+            .arg(format!("--advertise-address={CONTROL_PLANE_IP}"))
             .arg("--tls-cert-file")
             .arg(&pki.apiserver_cert)
             .arg("--tls-private-key-file")
@@ -53,10 +54,11 @@ impl Cluster {
             .arg(&pki.sa_key)
             .args(["--service-account-issuer", "https://kubernetes.default.svc"])
             .args(["--authorization-mode", "RBAC", "--allow-privileged=true"])
-            // Endpoints cannot point at loopback; pods reach the API through the node's DNAT.
+            // Pods reach the API through their node's DNAT, not through Endpoints.
             .args(["--endpoint-reconciler-type", "none"])
             .arg(format!("--service-cluster-ip-range={SERVICE_SUBNET}"))
-            .args(["--kubelet-preferred-address-types", "Hostname"])
+            // Node names do not resolve here; each kubelet serves on its node's address.
+            .args(["--kubelet-preferred-address-types", "InternalIP,Hostname"])
             .args(["--v", "1"]);
         self.spawn("kube-apiserver", api, logs)?;
         let kubectl = self.kubectl_command();
@@ -83,6 +85,11 @@ impl Cluster {
                 "--leader-elect=false",
                 "--bind-address",
                 "127.0.0.1",
+            ])
+            // A node that stops reporting is NotReady in ~20 s rather than 40.
+            .args([
+                "--node-monitor-grace-period=20s",
+                "--node-monitor-period=2s",
             ])
             .args([
                 "--port",

@@ -1,12 +1,13 @@
-//! A single-node cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-//! containerd and the kubelet, plus the image registry, all in the node's namespace, with private
-//! directories under one base directory. Started by [`Cluster::start`], torn down on drop: every
-//! pid it started, every mount under its directory, the sandboxes' namespaces, the cgroups, the
-//! Node object.
+//! A cluster of N nodes (two by default): etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and the image registry in the control plane's namespace, and on each node its
+//! containerd, kubelet and Open vSwitch in the node's own namespaces ([`crate::node`]), with
+//! private directories under one base directory. Started by [`Cluster::start`], torn down on
+//! drop: every pid it started, every node's processes and cgroups, the namespaces, the Node
+//! objects, the sysctls the kubelets rewrite.
 //!
 //! `control_plane` starts etcd, the API server, the controller-manager and the scheduler;
-//! `cni` provisions the pod network; `containerd` and `kubelet` start the node's runtime and
-//! agent (`containerd` also acts on the runtime behind the kubelet's back); `teardown` stops
+//! `cni` provisions each node's pod network; `containerd` and `kubelet` start a node's runtime
+//! and agent (`containerd` also acts on the runtime behind the kubelet's back); `teardown` stops
 //! and removes it all.
 
 mod cni;
@@ -14,6 +15,8 @@ mod containerd;
 mod control_plane;
 mod kubelet;
 mod teardown;
+
+pub use cni::POD_CONFLIST;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,37 +26,56 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::daemon::{run, run_with_stdin, wait_for, Daemon};
-use crate::host;
+use crate::host::{self, Sysctls};
 use crate::image::{self, Builder};
+use crate::network::{Network, CONTROL_PLANE_IP};
 use crate::node::Node;
 use crate::ovs::Ovs;
 use crate::pki;
 
 pub const APISERVER_PORT: u16 = 6443;
 const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
-/// The Node's name: the API server reaches the kubelet (logs, exec) by it.
-pub const NODE_NAME: &str = "localhost";
+/// containerd's socket on every node, in the node's view (containerd's default).
+pub const CONTAINERD_SOCK: &str = "/run/containerd/containerd.sock";
+/// How many nodes a cluster has unless `KUBE_TIER_NODES` says otherwise.
+pub const DEFAULT_NODES: usize = 2;
 
 pub struct Cluster {
     base: PathBuf,
     bin: PathBuf,
+    /// For the tests and the control plane, on loopback.
     kubeconfig: PathBuf,
-    cni_bin: PathBuf,
-    cni_conf: PathBuf,
+    /// For the kubelets, on the cluster bridge.
+    node_kubeconfig: PathBuf,
     daemons: Vec<Daemon>,
     builder: Builder,
-    node: Node,
-    ovs: Option<Ovs>,
+    network: Network,
+    nodes: Vec<Node>,
+    ovs: Vec<Ovs>,
+    sysctls: Sysctls,
     started: Instant,
     torn_down: bool,
     /// The watched paths outside `base` as they were before the start.
     host_before: host::Snapshot,
 }
 
+/// `KUBE_TIER_NODES`, or [`DEFAULT_NODES`].
+pub fn node_count_from_env() -> Result<usize> {
+    match std::env::var("KUBE_TIER_NODES") {
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|n| (1..=9).contains(n))
+            .with_context(|| format!("KUBE_TIER_NODES={v}: a number of nodes from 1 to 9")),
+        Err(_) => Ok(DEFAULT_NODES),
+    }
+}
+
 impl Cluster {
-    /// Starts the cluster and waits until the Node is Ready. `bin` holds the Kubernetes binaries
-    /// (scripts/kube-build), `repo` is the workspace (for the Containerfile and its binaries).
-    pub fn start(bin: &Path, repo: &Path) -> Result<Cluster> {
+    /// Starts a cluster of `nodes` nodes and waits until every Node is Ready. `bin` holds the
+    /// Kubernetes binaries (scripts/kube-build), `repo` is the workspace (for the Containerfile
+    /// and its binaries). Call it before any other thread exists (see [`Network::create`]).
+    pub fn start(bin: &Path, repo: &Path, nodes: usize) -> Result<Cluster> {
         let started = Instant::now();
         for b in [
             "kube-apiserver",
@@ -69,25 +91,34 @@ impl Cluster {
                 );
             }
         }
-        let base = std::env::temp_dir().join(format!("kube-tier-{}", std::process::id()));
+        let prefix = format!("kube-tier-{}", std::process::id());
+        let base = std::env::temp_dir().join(&prefix);
         let host_before = host::Snapshot::take();
-        let node = Node::create(&format!("kube-tier-{}", std::process::id()), APISERVER_PORT)?;
+        let sysctls = Sysctls::save()?;
+        let network = Network::create(&prefix)?;
         let mut cluster = Cluster {
             kubeconfig: base.join("admin.kubeconfig"),
-            cni_bin: base.join("cni/bin"),
-            cni_conf: base.join("cni/net.d"),
+            node_kubeconfig: base.join("node.kubeconfig"),
             builder: Builder::new(&base.join("buildah")),
             bin: bin.to_path_buf(),
             base,
             daemons: Vec::new(),
-            node,
-            ovs: None,
+            network,
+            nodes: Vec::new(),
+            ovs: Vec::new(),
+            sysctls,
             started,
             torn_down: false,
             host_before,
         };
         // From here on, a failure drops the cluster: teardown undoes what was started.
         std::fs::create_dir_all(cluster.base.join("logs"))?;
+        for index in 1..=nodes {
+            let dir = cluster.base.join(format!("node{index:02}"));
+            std::fs::create_dir_all(&dir)?;
+            let node = Node::create(&cluster.network, &prefix, index, nodes, &dir)?;
+            cluster.nodes.push(node);
+        }
         cluster.boot(repo)?;
         Ok(cluster)
     }
@@ -99,6 +130,13 @@ impl Cluster {
             &self.kubeconfig,
             pki::kubeconfig(&pki, &format!("https://127.0.0.1:{APISERVER_PORT}")),
         )?;
+        std::fs::write(
+            &self.node_kubeconfig,
+            pki::kubeconfig(
+                &pki,
+                &format!("https://{CONTROL_PLANE_IP}:{APISERVER_PORT}"),
+            ),
+        )?;
 
         self.start_control_plane(&pki, &logs)?;
 
@@ -107,28 +145,40 @@ impl Cluster {
         self.builder.busybox(&self.base)?;
         self.build_plugins_image(repo, &plugins_image_default(repo)?)?;
 
-        self.ovs = Some(Ovs::start(&self.base.join("ovs"), &logs)?);
-        self.provision_cni(repo)?;
-        self.start_containerd(&logs)?;
-        self.start_kubelet(&logs)?;
-        wait_for("the Node to be Ready", Duration::from_secs(120), || {
-            self.check_daemons()?;
-            let node = self.get_json(&["get", "node", NODE_NAME])?;
-            Ok(condition_status(&node, "Ready")
-                .filter(|s| s == "True")
-                .map(drop))
-        })?;
+        for i in 0..self.nodes.len() {
+            let ovs = Ovs::start(&self.nodes[i], &self.nodes[i].dir().join("ovs"), &logs)?;
+            self.ovs.push(ovs);
+            self.provision_cni(i, repo)?;
+            self.start_containerd(i, &logs)?;
+            self.start_kubelet(i, &logs)?;
+        }
+        for i in 0..self.nodes.len() {
+            let name = self.nodes[i].name().to_string();
+            wait_for(
+                &format!("node {name} to be Ready"),
+                Duration::from_secs(120),
+                || {
+                    self.check_daemons()?;
+                    let node = self.get_json(&["get", "node", &name])?;
+                    Ok(condition_status(&node, "Ready")
+                        .filter(|s| s == "True")
+                        .map(drop))
+                },
+            )?;
+        }
         eprintln!(
-            "kube-tier: node {NODE_NAME} Ready {:.1} s after start ({})",
+            "kube-tier: {} nodes Ready {:.1} s after start ({})",
+            self.nodes.len(),
             self.started.elapsed().as_secs_f64(),
             self.base.display()
         );
         Ok(())
     }
 
-    /// Kills `name` (`containerd` or `kubelet`) with SIGKILL, as a crash does: containerd's
-    /// shims, and the plugins it runs, go on.
-    pub fn crash(&mut self, name: &str) -> Result<()> {
+    /// Kills node `node`'s `daemon` (`containerd` or `kubelet`) with SIGKILL, as a crash does:
+    /// containerd's shims, and the plugins it runs, go on.
+    pub fn crash(&mut self, node: usize, daemon: &str) -> Result<()> {
+        let name = self.daemon_name(node, daemon);
         let at = self
             .daemons
             .iter()
@@ -138,18 +188,23 @@ impl Cluster {
         Ok(())
     }
 
-    /// Starts `name` (`containerd` or `kubelet`) again after [`Cluster::crash`], as its service
-    /// manager would; containerd once its socket is back.
-    pub fn start_again(&mut self, name: &str) -> Result<()> {
+    /// Starts node `node`'s `daemon` (`containerd` or `kubelet`) again after [`Cluster::crash`],
+    /// as its service manager would; containerd once its socket is back.
+    pub fn start_again(&mut self, node: usize, daemon: &str) -> Result<()> {
         let logs = self.base.join("logs");
-        match name {
+        match daemon {
             "containerd" => {
-                let _ = std::fs::remove_file(self.containerd_socket());
-                self.start_containerd(&logs)
+                let _ = std::fs::remove_file(self.nodes[node].host_path(CONTAINERD_SOCK));
+                self.start_containerd(node, &logs)
             }
-            "kubelet" => self.start_kubelet(&logs),
-            _ => bail!("{name} cannot be started again"),
+            "kubelet" => self.start_kubelet(node, &logs),
+            _ => bail!("{daemon} cannot be started again"),
         }
+    }
+
+    /// The name of node `node`'s `daemon`, as [`Cluster::log_tail`] takes it.
+    pub fn daemon_name(&self, node: usize, daemon: &str) -> String {
+        format!("{}-{daemon}", self.nodes[node].name())
     }
 
     fn spawn(&mut self, name: &str, cmd: Command, logs: &Path) -> Result<()> {
@@ -165,10 +220,6 @@ impl Cluster {
         Ok(())
     }
 
-    pub fn containerd_socket(&self) -> PathBuf {
-        self.base.join("containerd/containerd.sock")
-    }
-
     pub fn base(&self) -> &Path {
         &self.base
     }
@@ -177,22 +228,31 @@ impl Cluster {
         &self.kubeconfig
     }
 
-    /// The node's CNI plugin directory (containerd's `bin_dir`).
-    pub fn cni_bin_dir(&self) -> &Path {
-        &self.cni_bin
+    /// The kubeconfig a node's own processes use (the API server on the cluster bridge).
+    pub fn node_kubeconfig(&self) -> &Path {
+        &self.node_kubeconfig
     }
 
-    pub fn cni_conf_dir(&self) -> &Path {
-        &self.cni_conf
+    pub fn kubectl_path(&self) -> PathBuf {
+        self.bin.join("kubectl")
     }
 
-    pub fn node(&self) -> &Node {
-        &self.node
+    pub fn network(&self) -> &Network {
+        &self.network
     }
 
-    /// Open vSwitch on the node (userspace datapath).
-    pub fn ovs(&self) -> &Ovs {
-        self.ovs.as_ref().expect("started with the cluster")
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Node `index` (0-based: `node(0)` is node01).
+    pub fn node(&self, index: usize) -> &Node {
+        &self.nodes[index]
+    }
+
+    /// Open vSwitch on node `index` (userspace datapath).
+    pub fn ovs(&self, index: usize) -> &Ovs {
+        &self.ovs[index]
     }
 
     pub fn builder(&self) -> &Builder {
@@ -243,9 +303,14 @@ impl Cluster {
         serde_json::from_str(&text).context("parse kubectl's JSON")
     }
 
-    /// The log of one of the cluster's processes (`kubelet`, `containerd`, ...), its last lines.
+    /// The log of one of the cluster's processes (`etcd`, `node01-kubelet`, ...).
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.base.join("logs").join(format!("{name}.log"))
+    }
+
+    /// The last lines of [`Cluster::log_path`].
     pub fn log_tail(&self, name: &str, lines: usize) -> String {
-        crate::daemon::tail(&self.base.join("logs").join(format!("{name}.log")), lines)
+        crate::daemon::tail(&self.log_path(name), lines)
     }
 }
 

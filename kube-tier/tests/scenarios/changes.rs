@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use kube_tier::cluster::NODE_NAME;
 use kube_tier::daemon::wait_for;
 
 use super::operator::{owned_objects, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
@@ -33,8 +32,38 @@ pub fn component_removed(ctx: &mut Ctx) -> Result<()> {
         .map(drop)
 }
 
+/// The nodes `daemonset`'s pods run on, once it has rolled out.
+fn daemonset_nodes(ctx: &Ctx, daemonset: &str) -> Result<Vec<String>> {
+    ctx.wait_rollout("daemonset", daemonset)?;
+    let mut nodes: Vec<String> = ctx
+        .daemonset_pods(daemonset)?
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+        .collect();
+    nodes.sort();
+    Ok(nodes)
+}
+
+/// `placementConfiguration.workloads.nodeSelector` matching no node puts the node agents
+/// nowhere; labelling node01 puts them there only; moving the label to the last node moves them.
 pub fn placement_change(ctx: &mut Ctx) -> Result<()> {
     let label = "kube-tier/workloads";
+    let first = ctx.cluster.node(0).name().to_string();
+    let last = ctx
+        .cluster
+        .nodes()
+        .last()
+        .map(|n| n.name().to_string())
+        .unwrap_or_default();
+    let result = place(ctx, label, &first, &last);
+    for node in [&first, &last] {
+        ctx.kubectl(&["label", "node", node, &format!("{label}-")])?;
+    }
+    ctx.apply_nac("linuxBridge: {}\n")?;
+    result
+}
+
+fn place(ctx: &Ctx, label: &str, first: &str, last: &str) -> Result<()> {
     ctx.apply_nac(&format!(
         "linuxBridge: {{}}\nplacementConfiguration:\n  workloads:\n    nodeSelector:\n      {label}: \"yes\"\n"
     ))?;
@@ -48,22 +77,32 @@ pub fn placement_change(ctx: &mut Ctx) -> Result<()> {
             Ok((selector == "yes" && desired == Some(0)).then_some(()))
         },
     )?;
-    ctx.kubectl(&[
-        "label",
-        "node",
-        NODE_NAME,
-        &format!("{label}=yes"),
-        "--overwrite",
-    ])?;
-    let result = ctx
-        .wait_rollout("daemonset", LINUX_BRIDGE_DS)
-        .and_then(|()| {
-            ctx.wait_nac("Available", "True", Duration::from_secs(180))
-                .map(drop)
-        });
-    ctx.kubectl(&["label", "node", NODE_NAME, &format!("{label}-")])?;
-    ctx.apply_nac("linuxBridge: {}\n")?;
-    result
+    let label_node = |node: &str, value: &str| {
+        ctx.kubectl(&[
+            "label",
+            "node",
+            node,
+            &format!("{label}{value}"),
+            "--overwrite",
+        ])
+    };
+    label_node(first, "=yes")?;
+    let on = daemonset_nodes(ctx, LINUX_BRIDGE_DS)?;
+    check(on == [first], || {
+        format!("with {first} labelled, the node agents run on {on:?}")
+    })?;
+    ctx.wait_nac("Available", "True", Duration::from_secs(180))?;
+    if last != first {
+        label_node(last, "=yes")?;
+        label_node(first, "-")?;
+        let on = wait_for("the node agents to move", Duration::from_secs(120), || {
+            let on = daemonset_nodes(ctx, LINUX_BRIDGE_DS)?;
+            Ok((on == [last]).then_some(on))
+        })?;
+        println!("    node agents on {first} only, then moved to {on:?} with the label");
+        ctx.wait_nac("Available", "True", Duration::from_secs(180))?;
+    }
+    Ok(())
 }
 
 fn kubemacpool_env(ctx: &Ctx) -> Result<String> {

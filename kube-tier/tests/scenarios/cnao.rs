@@ -46,8 +46,8 @@ fn cnao_meta(name: &str, namespaced: bool, owner: &Value) -> String {
 /// CNAO's linux-bridge DaemonSet for a node without vendor plugins: copy the Go `bridge` and
 /// `tuning` as `cnv-*`, point `bridge` and `tuning` at them, then sleep, so readiness means
 /// installed. Its bridge-marker DaemonSet (which this operator does not render) and RBAC too.
-fn cnao_objects(ctx: &Ctx, owner: &Value) -> String {
-    let host_bin = ctx.cluster.cni_bin_dir().display().to_string();
+fn cnao_objects(owner: &Value) -> String {
+    let host_bin = crate::NODE_CNI_BIN_DIR;
     let script = format!(
         "for c in bridge tuning; do cp /go-plugins/$c /opt/cni/bin/.cnv-$c.new && \
          mv -f /opt/cni/bin/.cnv-$c.new /opt/cni/bin/cnv-$c && \
@@ -94,9 +94,13 @@ fn cnao_objects(ctx: &Ctx, owner: &Value) -> String {
     out
 }
 
-/// What is wrong with `name` in `dir` for a CNI call: missing, or not executable.
-fn unusable(dir: &Path, name: &str) -> Option<String> {
-    match std::fs::metadata(dir.join(name)) {
+/// What is wrong with `name` in node01's CNI directory for a CNI call: missing, or not
+/// executable (a symlink followed as on the node).
+fn unusable(ctx: &Ctx, name: &str) -> Option<String> {
+    let path = ctx
+        .node01()
+        .resolve(Path::new(crate::NODE_CNI_BIN_DIR).join(name));
+    match std::fs::metadata(path) {
         Ok(m) if m.permissions().mode() & 0o111 != 0 && m.len() > 0 => None,
         Ok(m) => Some(format!(
             "{name} not executable or empty ({:o})",
@@ -133,7 +137,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     })?;
     ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: IfNotPresent\n")?;
     let nac = ctx.nac()?;
-    ctx.apply(&cnao_objects(ctx, &nac))?;
+    ctx.apply(&cnao_objects(&nac))?;
     ctx.kubectl(&[
         "rollout",
         "status",
@@ -142,7 +146,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         NAMESPACE,
         "--timeout=120s",
     ])?;
-    let dir = ctx.cluster.cni_bin_dir().to_path_buf();
+    let dir = ctx.node01().host_path(crate::NODE_CNI_BIN_DIR);
     let link = std::fs::read_link(dir.join("bridge")).context("bridge is not CNAO's symlink")?;
     check(link.ends_with("cnv-bridge"), || {
         format!("bridge -> {}", link.display())
@@ -159,7 +163,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 for name in BINARIES {
-                    if let Some(why) = unusable(&dir, name) {
+                    if let Some(why) = unusable(ctx, name) {
                         if let Ok(mut g) = gaps.lock() {
                             g.push(format!("{:.3} s: {why}", started.elapsed().as_secs_f64()));
                         }
@@ -170,7 +174,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
             }
             n
         });
-        let churn = s.spawn(|| churn_pods(ctx, "switch", 20, &stop));
+        let churn = s.spawn(|| churn_pods(ctx, "switch", ctx.node01().name(), 20, &stop));
         let switch = (|| -> Result<()> {
             ctx.kubectl(&[
                 "scale",

@@ -6,15 +6,15 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use kube_tier::cluster::NODE_NAME;
+use kube_tier::cluster::{CONTAINERD_SOCK, POD_CONFLIST};
 use kube_tier::daemon::{run, run_with_stdin, wait_for};
+use kube_tier::node::Enter;
 
 use crate::scenarios::operator::{LINUX_BRIDGE_DS, OWN_SPEC};
 use crate::scenarios::pods::{bridge_ports, create_pod, delete_pod, wait_pod_ip};
@@ -23,9 +23,11 @@ use crate::{check, Ctx, NAMESPACE};
 /// The tier's operator runs its node agents with this `GC_INTERVAL`.
 pub const AGENT_GC_INTERVAL: &str = "10s";
 
-/// One attachment made as containerd makes one (the node's conflist, our bridge then tuning),
-/// into a namespace the runtime never knew: what a runtime leaves when it loses a sandbox.
+/// One attachment made on node01 as containerd makes one (the node's conflist, our bridge then
+/// tuning), into a namespace the runtime never knew: what a runtime leaves when it loses a
+/// sandbox.
 struct Leak {
+    node: Enter,
     netns: String,
     container_id: String,
     ip: String,
@@ -34,11 +36,11 @@ struct Leak {
 
 impl Leak {
     fn make(ctx: &Ctx, container_id: &str) -> Result<Leak> {
+        let node = ctx.node01();
         let netns = format!("kube-tier-{container_id}");
-        run(Command::new("ip").args(["netns", "add", &netns]))?;
+        run(node.command("ip").args(["netns", "add", &netns]))?;
         let conflist: Value = serde_json::from_slice(
-            &std::fs::read(ctx.cluster.cni_conf_dir().join("10-kube-tier.conflist"))
-                .context("the node's conflist")?,
+            &std::fs::read(node.host_path(POD_CONFLIST)).context("the node's conflist")?,
         )?;
         let mut prev: Option<Value> = None;
         for plugin in conflist["plugins"].as_array().context("plugins")? {
@@ -50,12 +52,12 @@ impl Leak {
             }
             let kind = conf["type"].as_str().context("type")?.to_string();
             let out = run_with_stdin(
-                Command::new(ctx.cluster.cni_bin_dir().join(&kind))
+                node.command(Path::new("/opt/cni/bin").join(&kind))
                     .env("CNI_COMMAND", "ADD")
                     .env("CNI_CONTAINERID", container_id)
                     .env("CNI_NETNS", format!("/run/netns/{netns}"))
                     .env("CNI_IFNAME", "eth0")
-                    .env("CNI_PATH", ctx.cluster.cni_bin_dir()),
+                    .env("CNI_PATH", "/opt/cni/bin"),
                 conf.to_string().as_bytes(),
             )
             .with_context(|| format!("{kind} ADD of the leaked attachment"))?;
@@ -77,6 +79,7 @@ impl Leak {
             .context("the host veth")?
             .to_string();
         Ok(Leak {
+            node: node.enter(),
             netns,
             container_id: container_id.to_string(),
             ip,
@@ -85,38 +88,55 @@ impl Leak {
     }
 
     fn lease(&self, ctx: &Ctx) -> PathBuf {
-        ctx.cluster.base().join("cni/ipam/kube-tier").join(&self.ip)
+        leases_dir(ctx).join(&self.ip)
     }
 
     fn tuning_state(&self, ctx: &Ctx) -> PathBuf {
-        ctx.cluster
-            .base()
-            .join("cni/state/tuning")
-            .join(format!("{}_eth0.json", self.container_id))
+        tuning_state(ctx, &self.container_id)
     }
 }
 
 impl Drop for Leak {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
+        let _ = self
+            .node
+            .command("ip")
             .args(["netns", "del", &self.netns])
             .status();
     }
 }
 
-/// `cni-installer gc` once, on the node: what it logged.
+/// The pod network's name (in the nodes' conflist).
+const POD_NETWORK: &str = "kube-tier";
+
+/// Where host-local keeps node01's leases of the pod network, seen from the machine.
+fn leases_dir(ctx: &Ctx) -> PathBuf {
+    ctx.node01()
+        .host_path(Path::new("/var/lib/cni/networks").join(POD_NETWORK))
+}
+
+/// tuning's state of `container_id`'s `eth0` on node01, seen from the machine.
+fn tuning_state(ctx: &Ctx, container_id: &str) -> PathBuf {
+    ctx.node01()
+        .host_path("/run/cni/tuning")
+        .join(format!("{container_id}_eth0.json"))
+}
+
+/// `cni-installer gc` once, on node01: what it logged.
 fn collect(ctx: &Ctx) -> Result<String> {
-    let out = Command::new(ctx.repo.join("target/installer/cni-installer"))
-        .arg("gc")
-        .arg("--to")
-        .arg(ctx.cluster.cni_bin_dir())
-        .arg("--cni-conf-dir")
-        .arg(ctx.cluster.cni_conf_dir())
-        .arg("--cri-socket")
-        .arg(ctx.cluster.containerd_socket())
-        .args(["--host-root", "/"])
-        .env("NODE_NAME", NODE_NAME)
-        .env("KUBECONFIG", ctx.cluster.kubeconfig())
+    let node = ctx.node01();
+    let out = node
+        .command(ctx.repo.join("target/installer/cni-installer"))
+        .args([
+            "gc",
+            "--to",
+            "/opt/cni/bin",
+            "--cni-conf-dir",
+            "/etc/cni/net.d",
+        ])
+        .args(["--cri-socket", CONTAINERD_SOCK, "--host-root", "/"])
+        .env("NODE_NAME", node.name())
+        .env("KUBECONFIG", ctx.cluster.node_kubeconfig())
         .output()
         .context("running cni-installer gc")?;
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -137,7 +157,7 @@ fn reaches_its_gateway(ctx: &Ctx, pod: &str, when: &str) -> Result<()> {
         "1",
         "-W",
         "2",
-        kube_tier::node::NODE_IP,
+        &ctx.node01().pod_gateway(),
     ])?;
     check(out.contains(" 0% packet loss"), || {
         format!("{pod} lost its network {when}:\n{out}")
@@ -168,7 +188,7 @@ impl Leak {
 pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
     create_pod(ctx, "gc-live")?;
     let live_ip = wait_pod_ip(ctx, "gc-live")?;
-    let live_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&live_ip);
+    let live_lease = leases_dir(ctx).join(&live_ip);
     let leak = Leak::make(ctx, "gc-leaked-1")?;
     check(ports(ctx)?.contains(&leak.host_veth), || {
         format!(
@@ -245,14 +265,9 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
     collect(ctx)?;
     for pod in &pods {
         let ip = wait_pod_ip(ctx, pod)?;
-        check(
-            ctx.cluster
-                .base()
-                .join("cni/ipam/kube-tier")
-                .join(&ip)
-                .exists(),
-            || format!("{pod}'s lease of {ip} was collected"),
-        )?;
+        check(leases_dir(ctx).join(&ip).exists(), || {
+            format!("{pod}'s lease of {ip} was collected")
+        })?;
         reaches_its_gateway(ctx, pod, &format!("after {rounds} collection rounds"))?;
     }
     println!(
@@ -265,16 +280,10 @@ pub fn gc_keeps_pods_created_while_it_runs(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// The log of the linux-bridge DaemonSet's agent.
+/// The log of the linux-bridge DaemonSet's agent on node01.
 fn agent_log(ctx: &Ctx) -> Result<String> {
-    ctx.kubectl(&[
-        "logs",
-        "-n",
-        NAMESPACE,
-        &format!("daemonset/{LINUX_BRIDGE_DS}"),
-        "-c",
-        "cni-plugins",
-    ])
+    let pod = ctx.daemonset_pod(LINUX_BRIDGE_DS, ctx.node01().name())?;
+    ctx.kubectl(&["logs", "-n", NAMESPACE, &pod, "-c", "cni-plugins"])
 }
 
 /// The linux-bridge DaemonSet the operator renders collects on its own, within its interval: a
@@ -286,7 +295,7 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
     create_pod(ctx, "gc-agent-live")?;
     let live_ip = wait_pod_ip(ctx, "gc-agent-live")?;
-    let live_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&live_ip);
+    let live_lease = leases_dir(ctx).join(&live_ip);
     let leak = Leak::make(ctx, "gc-leaked-2")?;
     let leaked = Instant::now();
     wait_for(
@@ -334,27 +343,18 @@ fn names(dir: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The addresses host-local leased in `dir`.
-fn lease_names(dir: &Path) -> Result<BTreeSet<String>> {
-    Ok(names(dir)?
-        .into_iter()
-        .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
-        .collect())
-}
-
 fn node_holds(ctx: &Ctx) -> Result<NodeHolds> {
-    let base = ctx.cluster.base();
     Ok(NodeHolds {
-        leases: lease_names(&base.join("cni/ipam/kube-tier"))?,
+        leases: ctx.node01().leases(POD_NETWORK),
         ports: ports(ctx)?.len(),
-        tuning_states: names(&base.join("cni/state/tuning"))?
+        tuning_states: names(&ctx.node01().host_path("/run/cni/tuning"))?
             .iter()
             .filter(|n| n.ends_with("_eth0.json"))
             .count(),
     })
 }
 
-/// What the node should hold: one lease, port and tuning state per pod on the pod network.
+/// What node01 should hold: one lease, port and tuning state per pod of its on the pod network.
 fn live_pods_hold(ctx: &Ctx) -> Result<NodeHolds> {
     let pods = ctx.get(&["get", "pods", "-A"])?;
     let leases: BTreeSet<String> = pods["items"]
@@ -362,6 +362,7 @@ fn live_pods_hold(ctx: &Ctx) -> Result<NodeHolds> {
         .context("pods")?
         .iter()
         .filter(|p| p["spec"]["hostNetwork"] != true)
+        .filter(|p| p["spec"]["nodeName"] == ctx.node01().name())
         .filter_map(|p| p["status"]["podIP"].as_str().map(str::to_string))
         .collect();
     Ok(NodeHolds {
@@ -383,17 +384,16 @@ pub fn the_node_agents_collect_after_the_runtime_is_killed_mid_pod(ctx: &mut Ctx
     create_pod(ctx, "gc-crash")?;
     // host-local's lease is written during the ADD; containerd records the sandbox only after
     // the ADD and the sandbox's container are made. Killed in between, it never learns of it.
-    let leases = ctx.cluster.base().join("cni/ipam/kube-tier");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while lease_names(&leases)? == before {
+    while ctx.node01().leases(POD_NETWORK) == before {
         anyhow::ensure!(
             Instant::now() < deadline,
             "gc-crash's ADD took no lease in 60 s"
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    ctx.cluster.crash("containerd")?;
-    ctx.cluster.start_again("containerd")?;
+    ctx.cluster.crash(0, "containerd")?;
+    ctx.cluster.start_again(0, "containerd")?;
     let restarted = Instant::now();
     let left = node_holds(ctx)?;
     println!(
@@ -470,22 +470,18 @@ pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ct
     create_pod(ctx, "gc-behind")?;
     let old_ip = wait_pod_ip(ctx, "gc-behind")?;
     let old_ports = ports(ctx)?;
-    ctx.cluster.crash("kubelet")?;
+    ctx.cluster.crash(0, "kubelet")?;
     let sandbox = ctx
         .cluster
-        .delete_pod_behind_the_runtime("default", "gc-behind")?;
-    let old_lease = ctx.cluster.base().join("cni/ipam/kube-tier").join(&old_ip);
-    let old_state = ctx
-        .cluster
-        .base()
-        .join("cni/state/tuning")
-        .join(format!("{sandbox}_eth0.json"));
+        .delete_pod_behind_the_runtime(0, "default", "gc-behind")?;
+    let old_lease = leases_dir(ctx).join(&old_ip);
+    let old_state = tuning_state(ctx, &sandbox);
     check(exists(&old_lease) && exists(&old_state), || {
         "the deleted sandbox's lease or tuning state is gone before any collection".into()
     })?;
-    ctx.cluster.crash("containerd")?;
-    ctx.cluster.start_again("containerd")?;
-    ctx.cluster.start_again("kubelet")?;
+    ctx.cluster.crash(0, "containerd")?;
+    ctx.cluster.start_again(0, "containerd")?;
+    ctx.cluster.start_again(0, "kubelet")?;
     let restarted = Instant::now();
     wait_for(
         "the deleted sandbox's lease and tuning state to be collected",
@@ -522,7 +518,7 @@ pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ct
     ctx.kubectl(&[
         "wait",
         "node",
-        NODE_NAME,
+        ctx.node01().name(),
         "--for=condition=Ready",
         "--timeout=120s",
     ])?;

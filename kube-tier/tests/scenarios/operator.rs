@@ -47,7 +47,7 @@ pub fn deploy_applies(ctx: &mut Ctx) -> Result<()> {
     check(
         pod["status"]["podIP"]
             .as_str()
-            .is_some_and(|ip| ip.starts_with(crate::pod_subnet_prefix())),
+            .is_some_and(|ip| ip.starts_with(crate::POD_NETWORK_PREFIX)),
         || {
             format!(
                 "the operator pod's IP {} is not from our bridge's range",
@@ -363,7 +363,7 @@ fn sha256(path: &std::path::Path) -> Result<String> {
 }
 
 pub fn plugins_land_on_the_node(ctx: &mut Ctx) -> Result<()> {
-    let dir = ctx.cluster.cni_bin_dir().to_path_buf();
+    let dir = ctx.node01().host_path("/opt/cni/bin");
     let record: Value = serde_json::from_slice(&std::fs::read(dir.join(".cni-installer.json"))?)?;
     // `cnv-bridge` and `cnv-tuning`: the names configs written for the upstream operator use.
     for (plugin, source) in [
@@ -416,7 +416,7 @@ pub fn marker_follows_bridges(ctx: &mut Ctx) -> Result<()> {
     )?;
     let ovs_added = timed(
         "br-kt-ovs in the node's capacity",
-        &|ctx| ctx.cluster.ovs().add_br("br-kt-ovs"),
+        &|ctx| ctx.cluster.ovs(0).add_br("br-kt-ovs"),
         true,
         ovs,
     )?;
@@ -428,7 +428,7 @@ pub fn marker_follows_bridges(ctx: &mut Ctx) -> Result<()> {
     )?;
     let ovs_removed = timed(
         "br-kt-ovs gone from the node's capacity",
-        &|ctx| ctx.cluster.ovs().del_br("br-kt-ovs"),
+        &|ctx| ctx.cluster.ovs(0).del_br("br-kt-ovs"),
         false,
         ovs,
     )?;
@@ -628,8 +628,8 @@ pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// With OpenShift's config and SCC APIs served, each node agent's service account gets its
-/// SecurityContextConstraints before its DaemonSet; the CNI directory the operator's Deployment
-/// names explicitly stays.
+/// SecurityContextConstraints before its DaemonSet, and the node agents install into
+/// OpenShift's CNI directory.
 pub fn openshift_sccs(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
@@ -664,10 +664,10 @@ pub fn openshift_sccs(ctx: &mut Ctx) -> Result<()> {
         )?;
         let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
         let path = &ds["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"];
-        check(
-            *path == ctx.cluster.cni_bin_dir().display().to_string(),
-            || format!("the explicitly set CNI directory was replaced by {path}"),
-        )
+        // The nodes' directory is the vanilla default, which on OpenShift means OpenShift's.
+        check(*path == "/var/lib/cni/bin", || {
+            format!("on OpenShift the node agents install into {path}, not /var/lib/cni/bin")
+        })
     });
     ctx.kubectl(&[
         "delete",

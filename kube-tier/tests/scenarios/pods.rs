@@ -14,28 +14,37 @@ use crate::{check, pod_subnet_prefix, Ctx};
 
 const PODS: [&str; 2] = ["net-a", "net-b"];
 
-/// A busybox pod that sleeps, in `default`.
+/// A busybox pod that sleeps, in `default`, on node01 (where the scenarios look at the node).
 pub fn pod_manifest(name: &str) -> String {
+    pod_manifest_on(name, FIRST_NODE)
+}
+
+/// The node the scenarios that look at one node put their pods on.
+pub const FIRST_NODE: &str = "node01";
+
+/// A busybox pod that sleeps, in `default`, on `node`.
+pub fn pod_manifest_on(name: &str, node: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels:\n    kube-tier: net\n\
-         spec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n    \
+         spec:\n  nodeName: {node}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n    \
          imagePullPolicy: IfNotPresent\n    command: [\"/bin/sleep\", \"3600\"]\n"
     )
 }
 
-/// Creates pods `<prefix>-0`, `<prefix>-1`, ... one after the other, each waited for until it
-/// has its network and then deleted without waiting, until `stop` is set or `max` were
+/// Creates pods `<prefix>-0`, `<prefix>-1`, ... on `node` one after the other, each waited for
+/// until it has its network and then deleted without waiting, until `stop` is set or `max` were
 /// created; returns how many. Every ADD must succeed while something else changes the node.
 pub fn churn_pods(
     ctx: &Ctx,
     prefix: &str,
+    node: &str,
     max: usize,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<usize> {
     let mut n = 0;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < max {
         let name = format!("{prefix}-{n}");
-        create_pod(ctx, &name)?;
+        ctx.apply(&pod_manifest_on(&name, node))?;
         wait_pod_ip(ctx, &name)?;
         delete_pod(ctx, &name)?;
         n += 1;
@@ -93,7 +102,7 @@ pub fn pods_reach_each_other(ctx: &mut Ctx) -> Result<()> {
         .map(|p| wait_pod_ip(ctx, p))
         .collect::<Result<_>>()?;
     for ip in &ips {
-        check(ip.starts_with(pod_subnet_prefix()), || {
+        check(ip.starts_with(&pod_subnet_prefix(ctx)), || {
             format!("pod IP {ip} is not from host-local's range")
         })?;
     }
@@ -145,8 +154,8 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
     ])?;
     // What is under test is the CNI DEL the kubelet asks of containerd when it stops the
     // sandboxes, not how soon the kubelet then lets the API objects go.
-    let ipam = ctx.cluster.base().join("cni/ipam/kube-tier");
-    let tuning = ctx.cluster.base().join("cni/state/tuning");
+    let ipam = ctx.node01().host_path("/var/lib/cni/networks/kube-tier");
+    let tuning = ctx.node01().host_path("/run/cni/tuning");
     wait_for("CNI DEL of both pods", Duration::from_secs(120), || {
         let ports = bridge_ports(ctx)?.len();
         let leases = ips.iter().filter(|ip| ipam.join(ip).exists()).count();
@@ -157,7 +166,7 @@ pub fn pod_deletion_leaves_nothing(ctx: &mut Ctx) -> Result<()> {
             "ports now {:?}; containerd's last sandbox teardowns:\n{}",
             bridge_ports(ctx).unwrap_or_default(),
             ctx.cluster
-                .log_tail("containerd", 400)
+                .log_tail(&ctx.cluster.daemon_name(0, "containerd"), 400)
                 .lines()
                 .filter(|l| l.contains("StopPodSandbox") || l.contains("TearDown"))
                 .collect::<Vec<_>>()

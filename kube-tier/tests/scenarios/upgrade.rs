@@ -66,10 +66,19 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
         .build_and_push(&ctx.repo.join("Containerfile"), &dir, NEW_IMAGE)?;
     let new_bridge = sha256(&dir.join(STAGED).join("plugins/bridge"))?;
 
-    // Pods come and go while the new image rolls out: every ADD and DEL must succeed.
+    // Pods come and go on every node while the new image rolls out node by node: every ADD and
+    // DEL must succeed.
     let stop = AtomicBool::new(false);
     let churn = std::thread::scope(|s| -> Result<usize> {
-        let worker = s.spawn(|| churn_pods(ctx, "churn", 30, &stop));
+        let workers: Vec<_> = ctx
+            .cluster
+            .nodes()
+            .iter()
+            .map(|node| {
+                let (node, stop) = (node.name(), &stop);
+                s.spawn(move || churn_pods(ctx, &format!("churn-{node}"), node, 30, stop))
+            })
+            .collect();
         let rollout = (|| -> Result<()> {
             ctx.kubectl(&[
                 "set",
@@ -94,19 +103,27 @@ pub fn installer_upgrade(ctx: &mut Ctx) -> Result<()> {
             ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
         })();
         stop.store(true, Ordering::Relaxed);
-        let n = worker
-            .join()
-            .map_err(|_| anyhow::anyhow!("the churn thread panicked"))??;
+        let mut n = 0;
+        for worker in workers {
+            n += worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("a churn thread panicked"))??;
+        }
         rollout?;
         Ok(n)
     })?;
     check(churn > 0, || "no pod was created during the rollout".into())?;
-    println!("    {churn} pods created and deleted while the new image rolled out");
+    println!(
+        "    {churn} pods created and deleted on {} nodes while the new image rolled out",
+        ctx.cluster.nodes().len()
+    );
 
-    let installed = sha256(&ctx.cluster.cni_bin_dir().join("bridge"))?;
-    check(installed == new_bridge, || {
-        "the node's bridge is not the new image's".into()
-    })?;
+    for node in ctx.cluster.nodes() {
+        let installed = sha256(&node.host_path("/opt/cni/bin/bridge"))?;
+        check(installed == new_bridge, || {
+            format!("{}'s bridge is not the new image's", node.name())
+        })?;
+    }
     // A pod after the upgrade gets its network from what the DaemonSet installed.
     create_pod(ctx, "after-upgrade")?;
     wait_pod_ip(ctx, "after-upgrade")?;

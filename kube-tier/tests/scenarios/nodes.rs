@@ -1,0 +1,448 @@
+//! What only happens between nodes: the walkthrough's secondary network, br0 with each node's
+//! `eth1` as its port, carrying pods' traffic from node01 to node02 over the secondary switch;
+//! and the VLAN part on Open vSwitch (this kernel cannot filter bridge VLANs), where VLAN 100
+//! reaches across the nodes and VLAN 200 does not reach it.
+//!
+//! The secondary network reaches the pods as the walkthrough's Multus would give it, but
+//! through containerd's own libcni: a second conflist on each node (`max_conf_num = 2`), so
+//! every pod created while it is there gets `eth1` from our plugins.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use kube_tier::daemon::wait_for;
+use kube_tier::node::Node;
+
+use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
+use crate::scenarios::pods::{delete_pod, pod_manifest_on, wait_pod_ip};
+use crate::{check, Ctx};
+
+/// The secondary network's conflist on every node, in the node's view.
+const SECONDARY_CONFLIST: &str = "/etc/cni/net.d/20-kube-tier-secondary.conflist";
+
+/// A conflist of the secondary network named `name` whose first plugin is `plugin`, with
+/// host-local addresses from `subnet` in a range of node `index`'s own (two nodes' pods never
+/// share an address) and our tuning after it.
+fn secondary_conflist(name: &str, plugin: Value, subnet_prefix: &str, index: usize) -> Value {
+    let mut first = plugin;
+    first["ipam"] = json!({
+        "type": "host-local",
+        "ranges": [[{
+            "subnet": format!("{subnet_prefix}.0/24"),
+            "rangeStart": format!("{subnet_prefix}.{}", index * 10),
+            "rangeEnd": format!("{subnet_prefix}.{}", index * 10 + 9),
+        }]],
+    });
+    json!({
+        "cniVersion": "0.4.0",
+        "name": name,
+        "plugins": [first, {"type": "tuning"}],
+    })
+}
+
+/// Writes `conflist` as node's secondary network, atomically (libcni ignores the temporary
+/// name), so containerd reloads a whole file.
+fn set_secondary(node: &Node, conflist: &Value) -> Result<()> {
+    let path = node.host_path(SECONDARY_CONFLIST);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(conflist)?)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+fn remove_secondary(ctx: &Ctx) {
+    for node in ctx.cluster.nodes() {
+        let _ = std::fs::remove_file(node.host_path(SECONDARY_CONFLIST));
+    }
+}
+
+/// Creates pod `name` on node `node` and waits until it runs with an IPv4 address on `eth1`;
+/// that address. A pod whose sandbox was made before containerd read the secondary conflist
+/// has no `eth1`: it is made again.
+fn secondary_pod(ctx: &Ctx, name: &str, node: &str) -> Result<String> {
+    for _ in 0..5 {
+        ctx.apply(&pod_manifest_on(name, node))?;
+        wait_pod_ip(ctx, name)?;
+        let out = ctx.kubectl(&[
+            "exec", "-n", "default", name, "--", "ip", "-4", "-o", "addr",
+        ])?;
+        let eth1 = out
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("eth1"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|a| a.split('/').next())
+            .map(str::to_string);
+        if let Some(ip) = eth1 {
+            return Ok(ip);
+        }
+        ctx.kubectl(&["delete", "pod", "-n", "default", name, "--grace-period=1"])?;
+    }
+    anyhow::bail!("pod {name} on {node} never got eth1 from the secondary conflist")
+}
+
+/// `ping -c 2` from `pod` to `ip`: whether both answers came.
+fn pings(ctx: &Ctx, pod: &str, ip: &str) -> Result<bool> {
+    let out = ctx
+        .kubectl(&[
+            "exec", "-n", "default", pod, "--", "ping", "-c", "2", "-W", "2", ip,
+        ])
+        .unwrap_or_else(|e| format!("{e:#}"));
+    Ok(out.contains(" 0% packet loss"))
+}
+
+/// The packets `eth1` sent (`tx`) or received (`rx`) on the node.
+fn eth1_packets(node: &Node, direction: &str) -> Result<u64> {
+    let text = node.sh(&format!(
+        "cat /sys/class/net/eth1/statistics/{direction}_packets"
+    ))?;
+    text.trim().parse().context("eth1's packet counter")
+}
+
+/// Deletes the pods and waits until each node holds nothing of them on the secondary network:
+/// no port left on `bridge_ports`' bridge, no lease of `network`, no tuning state of `eth1`.
+fn delete_and_wait_clean(
+    ctx: &Ctx,
+    pods: &[&str],
+    network: &str,
+    ports: &dyn Fn(&Node) -> Result<usize>,
+) -> Result<()> {
+    for pod in pods {
+        delete_pod(ctx, pod)?;
+    }
+    let started = Instant::now();
+    wait_for(
+        "every node to hold nothing of the deleted pods",
+        Duration::from_secs(120),
+        || {
+            for node in ctx.cluster.nodes() {
+                let leases = node.leases(network).len();
+                let states = std::fs::read_dir(node.host_path("/run/cni/tuning"))
+                    .map(|d| {
+                        d.flatten()
+                            .filter(|e| e.file_name().to_string_lossy().ends_with("_eth1.json"))
+                            .count()
+                    })
+                    .unwrap_or(0);
+                if leases + states + ports(node)? > 0 {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        },
+    )?;
+    println!(
+        "    pods deleted: both nodes clean (ports, leases, tuning state) {:.1}s later",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The ports of Linux bridge `bridge` on `node`.
+fn linux_ports(node: &Node, bridge: &str) -> Result<Vec<String>> {
+    let out = node.sh(&format!("ip -j link show master {bridge}"))?;
+    let links: Vec<Value> = serde_json::from_str(if out.trim().is_empty() { "[]" } else { &out })?;
+    Ok(links
+        .iter()
+        .filter_map(|l| l["ifname"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// Each Node's `key` capacity, by node name.
+fn capacities(ctx: &Ctx, key: &str) -> Result<BTreeMap<String, Option<String>>> {
+    ctx.cluster
+        .nodes()
+        .iter()
+        .map(|n| {
+            let node = ctx.get(&["get", "node", n.name()])?;
+            let cap = node["status"]["capacity"][key].as_str().map(str::to_string);
+            Ok((n.name().to_string(), cap))
+        })
+        .collect()
+}
+
+/// The walkthrough across two nodes: br0 with `eth1` as its port on every node (made by the
+/// test until the nodes' network policies land), every Node's capacity shows it within a
+/// second or so, and pods pinned to node01 and node02 get `eth1` on br0 from our bridge and
+/// tuning and reach each other across the nodes, through both nodes' `eth1`. Deleting them
+/// leaves nothing on either node.
+pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    // The walkthrough's config pulls Always, which no applied config may change to.
+    reset(ctx)?;
+    ctx.apply_nac("multus: {}\nlinuxBridge: {}\nnmstate: {}\nimagePullPolicy: Always\n")?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    let nodes = ctx.cluster.nodes();
+    check(nodes.len() >= 2, || {
+        format!(
+            "the walkthrough needs two nodes; the tier has {}",
+            nodes.len()
+        )
+    })?;
+    let key = "bridge.network.kubevirt.io/br0";
+    for node in nodes {
+        node.sh(
+            "ip link add br0 type bridge && ip link set eth1 master br0 && ip link set br0 up",
+        )?;
+    }
+    let made = Instant::now();
+    let caps = wait_for(
+        "br0 in every Node's capacity",
+        Duration::from_secs(30),
+        || {
+            let caps = capacities(ctx, key)?;
+            Ok(caps.values().all(Option::is_some).then_some(caps))
+        },
+    )?;
+    println!(
+        "    br0 (with eth1) on {} nodes: in every Node's capacity {:.2}s later: {caps:?}",
+        nodes.len(),
+        made.elapsed().as_secs_f64()
+    );
+    let result = pods_cross_over_br0(ctx);
+    remove_secondary(ctx);
+    for node in ctx.cluster.nodes() {
+        node.sh("ip link del br0")?;
+    }
+    result?;
+    let gone = Instant::now();
+    wait_for(
+        "br0 gone from every Node's capacity",
+        Duration::from_secs(30),
+        || {
+            Ok(capacities(ctx, key)?
+                .values()
+                .all(Option::is_none)
+                .then_some(()))
+        },
+    )?;
+    println!(
+        "    br0 deleted: withdrawn from every Node's capacity {:.2}s later",
+        gone.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {
+    let network = "br0-l2";
+    for (i, node) in ctx.cluster.nodes().iter().enumerate() {
+        let bridge = json!({"type": "bridge", "bridge": "br0"});
+        set_secondary(
+            node,
+            &secondary_conflist(network, bridge, "192.168.100", i + 1),
+        )?;
+    }
+    let (n1, n2) = (ctx.cluster.node(0), ctx.cluster.node(1));
+    let a = secondary_pod(ctx, "xnode-a", n1.name())?;
+    let b = secondary_pod(ctx, "xnode-b", n2.name())?;
+    let before = (eth1_packets(n1, "tx")?, eth1_packets(n2, "rx")?);
+    let reached = pings(ctx, "xnode-a", &b)? && pings(ctx, "xnode-b", &a)?;
+    let after = (eth1_packets(n1, "tx")?, eth1_packets(n2, "rx")?);
+    check(reached, || {
+        format!(
+            "xnode-a ({a}, {}) and xnode-b ({b}, {}) do not reach each other over br0",
+            n1.name(),
+            n2.name()
+        )
+    })?;
+    check(after.0 >= before.0 + 2 && after.1 >= before.1 + 2, || {
+        format!("the pings did not cross the nodes' eth1: tx {before:?} -> {after:?}")
+    })?;
+    println!(
+        "    xnode-a on {} (eth1 {a}) and xnode-b on {} (eth1 {b}) ping each other over br0: \
+         {}'s eth1 sent {} packets, {}'s received {}",
+        n1.name(),
+        n2.name(),
+        n1.name(),
+        after.0 - before.0,
+        n2.name(),
+        after.1 - before.1
+    );
+    delete_and_wait_clean(ctx, &["xnode-a", "xnode-b"], network, &|node| {
+        Ok(linux_ports(node, "br0")?
+            .iter()
+            .filter(|p| p.as_str() != "eth1")
+            .count())
+    })
+}
+
+/// The walkthrough's VLAN part on Open vSwitch: every node's OVS bridge `br1` with `eth1` as a
+/// trunk port, our `ovs` plugin with `vlan: 100` for pods on node01 and node02, which reach each
+/// other across the nodes, and `vlan: 200` for a third pod on node02, which reaches neither.
+pub fn ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.wait_rollout("daemonset", OVS_DS)?;
+    check(ctx.cluster.nodes().len() >= 2, || {
+        "the VLAN part needs two nodes".into()
+    })?;
+    for i in 0..ctx.cluster.nodes().len() {
+        ctx.cluster.ovs(i).add_br("br1")?;
+        ctx.cluster.ovs(i).add_port("br1", "eth1")?;
+    }
+    let result = vlans_across_ovs(ctx);
+    remove_secondary(ctx);
+    for i in 0..ctx.cluster.nodes().len() {
+        ctx.cluster.ovs(i).del_br("br1")?;
+    }
+    result
+}
+
+fn vlans_across_ovs(ctx: &Ctx) -> Result<()> {
+    let network = "ovs-vlan";
+    let ovs = |vlan: u16| json!({"type": "ovs", "bridge": "br1", "vlan": vlan});
+    for (i, node) in ctx.cluster.nodes().iter().enumerate() {
+        set_secondary(
+            node,
+            &secondary_conflist(network, ovs(100), "192.168.200", i + 1),
+        )?;
+    }
+    let (n1, n2) = (ctx.cluster.node(0), ctx.cluster.node(1));
+    let a = secondary_pod(ctx, "vlan100-a", n1.name())?;
+    let b = secondary_pod(ctx, "vlan100-b", n2.name())?;
+    set_secondary(n2, &secondary_conflist(network, ovs(200), "192.168.200", 2))?;
+    // containerd reads the changed conflist on its file notification: a pod made before gets
+    // VLAN 100, which the check of the port's tag below would catch.
+    std::thread::sleep(Duration::from_secs(2));
+    let c = secondary_pod(ctx, "vlan200-c", n2.name())?;
+    let tags = ctx.cluster.ovs(1).port_tags()?;
+    check(
+        tags.values().filter(|t| **t == 100).count() == 1
+            && tags.values().filter(|t| **t == 200).count() == 1,
+        || format!("{}'s OVS ports and their tags: {tags:?}", n2.name()),
+    )?;
+    let same_vlan = pings(ctx, "vlan100-a", &b)? && pings(ctx, "vlan100-b", &a)?;
+    check(same_vlan, || {
+        format!("vlan100-a ({a}) and vlan100-b ({b}) do not reach each other on VLAN 100")
+    })?;
+    let cut_off = !pings(ctx, "vlan200-c", &a)? && !pings(ctx, "vlan200-c", &b)?;
+    check(cut_off, || {
+        format!("vlan200-c ({c}) on VLAN 200 reaches a pod on VLAN 100")
+    })?;
+    println!(
+        "    VLAN 100: vlan100-a on {} ({a}) <-> vlan100-b on {} ({b}) reach each other; \
+         VLAN 200: vlan200-c on {} ({c}) reaches neither; {}'s OVS port tags {tags:?}",
+        n1.name(),
+        n2.name(),
+        n2.name(),
+        n2.name()
+    );
+    delete_and_wait_clean(
+        ctx,
+        &["vlan100-a", "vlan100-b", "vlan200-c"],
+        network,
+        &|node| {
+            let i = ctx
+                .cluster
+                .nodes()
+                .iter()
+                .position(|n| n.name() == node.name())
+                .unwrap_or_default();
+            Ok(ctx.cluster.ovs(i).port_tags()?.len())
+        },
+    )
+}
+
+/// The progress timeout the node-loss scenario gives the operator: a rollout that makes no
+/// progress for this long would be Degraded, so staying Progressing past it is the proof.
+const SHORT_PROGRESS_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn set_progress_timeout(ctx: &Ctx, value: &str) -> Result<()> {
+    ctx.kubectl(&[
+        "set",
+        "env",
+        &format!("deployment/{}", crate::OPERATOR),
+        "-n",
+        crate::NAMESPACE,
+        &format!("PROGRESS_TIMEOUT={value}"),
+    ])?;
+    ctx.wait_rollout("deployment", crate::OPERATOR)
+}
+
+/// The node agents on every node, tainted ones included, as clusters that run them everywhere
+/// place them. (Without a toleration of the `unreachable` taint, Kubernetes drops a lost node
+/// from a DaemonSet's desired pods and nothing waits for it.)
+const EVERY_NODE_SPEC: &str =
+    "linuxBridge: {}\novs: {}\nplacementConfiguration:\n  workloads:\n    \
+                               tolerations:\n    - operator: Exists\n";
+
+/// The last node goes away (its kubelet and containerd stopped, as when a node is powered off):
+/// the NetworkAddonsConfig says which node each node agent waits for and stays Progressing, not
+/// Degraded, well past the progress timeout; when the node returns, Available again.
+pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    check(ctx.cluster.nodes().len() >= 2, || {
+        "node loss needs two nodes".into()
+    })?;
+    set_progress_timeout(ctx, &format!("{}s", SHORT_PROGRESS_TIMEOUT.as_secs()))?;
+    ctx.apply_nac(EVERY_NODE_SPEC)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    let last = ctx.cluster.nodes().len() - 1;
+    let name = ctx.cluster.node(last).name().to_string();
+    let result = lose_node(ctx, last, &name);
+    let back = ctx
+        .cluster
+        .start_again(last, "containerd")
+        .and_then(|()| ctx.cluster.start_again(last, "kubelet"));
+    let returned = Instant::now();
+    result?;
+    back?;
+    ctx.kubectl(&[
+        "wait",
+        "node",
+        &name,
+        "--for=condition=Ready",
+        "--timeout=120s",
+    ])?;
+    ctx.kubectl_wait("Available", "240s")?;
+    println!(
+        "    {name} back: Ready, and the config Available {:.1}s after its kubelet restarted",
+        returned.elapsed().as_secs_f64()
+    );
+    set_progress_timeout(ctx, "10m")
+}
+
+fn lose_node(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
+    ctx.cluster.crash(index, "kubelet")?;
+    ctx.cluster.crash(index, "containerd")?;
+    let lost = Instant::now();
+    let waiting = format!("waiting for node {name}");
+    let progressing = |nac: &Value| -> Option<String> {
+        crate::nac_condition(nac, "Progressing")
+            .filter(|c| c["status"] == "True")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+    };
+    let message = wait_for(
+        &format!("the config to say its agents wait for {name}"),
+        Duration::from_secs(120),
+        || Ok(progressing(&ctx.nac()?).filter(|m| m.contains(&waiting))),
+    )?;
+    let said = lost.elapsed();
+    // Sampled until well past the progress timeout: never Degraded, always saying why.
+    let until = Instant::now() + SHORT_PROGRESS_TIMEOUT * 3;
+    while Instant::now() < until {
+        let nac = ctx.nac()?;
+        let degraded = crate::nac_condition(&nac, "Degraded");
+        check(
+            degraded.as_ref().is_some_and(|c| c["status"] != "True"),
+            || format!("Degraded while {name} is away: {degraded:?}"),
+        )?;
+        check(
+            progressing(&nac).is_some_and(|m| m.contains(&waiting)),
+            || format!("the config no longer says it waits for {name}: {nac}"),
+        )?;
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    println!(
+        "    {name} stopped; {:.1}s later the config said (Progressing, not Degraded, still so \
+         {:.0}s later with PROGRESS_TIMEOUT={}s):\n      {}",
+        said.as_secs_f64(),
+        lost.elapsed().as_secs_f64(),
+        SHORT_PROGRESS_TIMEOUT.as_secs(),
+        message.replace('\n', "\n      ")
+    );
+    Ok(())
+}
