@@ -1,0 +1,361 @@
+//! What users feel at pod start, on the cluster tier: the node's pod network made by our
+//! `bridge` + `tuning`, and by the Go reference plugins' (`$GO_PLUGINS_DIR`, 1.9.1 from
+//! `scripts/go-plugins-1.9.1`; Debian's /usr/lib/cni without it), on the same node, the same
+//! pods, the same `host-local`, interleaved in blocks of ten. Printed, not asserted:
+//! - pod start, one pod at a time: the sandbox's creation as containerd logs it
+//!   (`RunPodSandbox` to its return: the network namespace, the CNI ADD, the pause container)
+//!   and `kubectl apply` to the pod seen Running, median and 95th percentile, ours over Go's;
+//! - a burst of pods created at once: until all run, and how many sandboxes failed;
+//! - deleting the burst: until the node holds none of its ports and leases.
+//!
+//! `cargo bench -p kube-tier --bench pod_start` as root, after scripts/build-plugins and
+//! scripts/kube-build; `BENCH_PODS` pods per side (default 100), `BENCH_BURST` (default 60).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use kube_tier::cluster::POD_CONFLIST;
+use kube_tier::daemon::wait_for;
+use kube_tier::image::BUSYBOX_IMAGE;
+use kube_tier::node::{Node, POD_BRIDGE};
+use kube_tier::Cluster;
+
+const BLOCK: usize = 10;
+
+/// One side of the comparison: the plugin types its conflist names.
+struct Side {
+    label: String,
+    bridge: &'static str,
+    tuning: &'static str,
+    ours: bool,
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("pod start: FAILED: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn env_count(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Ok(v) => v.parse().with_context(|| format!("{name}={v}")),
+        Err(_) => Ok(default),
+    }
+}
+
+fn bench() -> Result<()> {
+    if !nix::unistd::Uid::effective().is_root() {
+        bail!("the pod start benchmark needs root (it runs a kubelet and containerd)");
+    }
+    let pods = env_count("BENCH_PODS", 100)?.max(BLOCK);
+    let burst = env_count("BENCH_BURST", 60)?;
+    let go_dir = netns_tests::go_reference_dir();
+    let go_version = netns_tests::go_release_label(&go_dir.join("bridge"));
+    let repo = kube_tier::repo();
+    let mut cluster = Cluster::start(&kube_tier::kube_bin()?, &repo, 1)?;
+    let result = run(&cluster, &go_dir, &go_version, pods, burst);
+    for e in cluster.teardown() {
+        eprintln!("kube-tier: teardown: {e}");
+    }
+    result
+}
+
+fn run(
+    cluster: &Cluster,
+    go_dir: &Path,
+    go_version: &str,
+    pods: usize,
+    burst: usize,
+) -> Result<()> {
+    let node = cluster.node(0);
+    let bin = node.host_path("/opt/cni/bin");
+    for (from, to) in [("bridge", "go-bridge"), ("tuning", "go-tuning")] {
+        std::fs::copy(go_dir.join(from), bin.join(to))
+            .with_context(|| format!("copy the Go {from}"))?;
+    }
+    let sides = [
+        Side {
+            label: "ours".into(),
+            bridge: "bridge",
+            tuning: "tuning",
+            ours: true,
+        },
+        Side {
+            label: format!("Go {go_version}"),
+            bridge: "go-bridge",
+            tuning: "go-tuning",
+            ours: false,
+        },
+    ];
+    println!(
+        "pod start on the cluster tier: {pods} pods per side one at a time (blocks of {BLOCK}, \
+         interleaved), a burst of {burst}; ours against the Go plugins in {}",
+        go_dir.display()
+    );
+
+    // One pod at a time.
+    let mut applied: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for block in 0..pods / BLOCK {
+        for side in &sides {
+            use_side(node, side)?;
+            for i in 0..BLOCK {
+                let name = format!("{}-{block}-{i}", if side.ours { "ours" } else { "go" });
+                let started = Instant::now();
+                cluster.kubectl_stdin(&["apply", "-f", "-"], &pod(&name, node.name(), "single"))?;
+                wait_running(cluster, &name)?;
+                applied
+                    .entry(side.label.clone())
+                    .or_default()
+                    .push(started.elapsed().as_secs_f64() * 1000.0);
+                if i == 0 {
+                    check_side(cluster, node, side, &name)?;
+                }
+                cluster.kubectl(&["delete", "pod", &name, "--wait=false"])?;
+                names.entry(side.label.clone()).or_default().push(name);
+            }
+        }
+    }
+    wait_clean(node, Duration::from_secs(180))?;
+    let sandbox = sandbox_times(&cluster.log_path(&cluster.daemon_name(0, "containerd")))?;
+    let ms_of = |side: &Side| -> Vec<f64> {
+        names[&side.label]
+            .iter()
+            .filter_map(|n| sandbox.get(n).copied())
+            .collect()
+    };
+    let (ours_sandbox, go_sandbox) = (ms_of(&sides[0]), ms_of(&sides[1]));
+    if ours_sandbox.len() < pods / 2 || go_sandbox.len() < pods / 2 {
+        bail!(
+            "containerd's log times {} of ours and {} of Go's sandboxes",
+            ours_sandbox.len(),
+            go_sandbox.len()
+        );
+    }
+    print_latency(
+        "sandbox created (containerd's RunPodSandbox)",
+        &sides,
+        &ours_sandbox,
+        &go_sandbox,
+    );
+    print_latency(
+        "kubectl apply to pod Running",
+        &sides,
+        &applied[&sides[0].label],
+        &applied[&sides[1].label],
+    );
+
+    // A burst, then its deletion.
+    let mut bursts = Vec::new();
+    for side in &sides {
+        use_side(node, side)?;
+        bursts.push(run_burst(cluster, node, side, burst)?);
+    }
+    for (side, (all_running, failures, clean)) in sides.iter().zip(&bursts) {
+        println!(
+            "  burst of {burst} ({}): all Running in {all_running:.1} s, {failures} sandbox \
+             failures; deleted: node clean {clean:.1} s later",
+            side.label
+        );
+    }
+    println!(
+        "  burst ours/Go: until all Running {:.2}x, until the node is clean after deletion {:.2}x \
+         (goal: no failure)",
+        bursts[0].0 / bursts[1].0,
+        bursts[0].2 / bursts[1].2
+    );
+    Ok(())
+}
+
+fn pod(name: &str, node: &str, group: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels:\n    \
+         bench: {group}\nspec:\n  nodeName: {node}\n  terminationGracePeriodSeconds: 1\n  \
+         containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n    imagePullPolicy: IfNotPresent\n    \
+         command: [\"/bin/sleep\", \"3600\"]\n"
+    )
+}
+
+/// Points the node's pod network at `side`'s plugins (same bridge, IPAM and sysctl), and gives
+/// containerd time to read it.
+fn use_side(node: &Node, side: &Side) -> Result<()> {
+    let path = node.host_path(POD_CONFLIST);
+    let mut conflist: Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+    conflist["plugins"][0]["type"] = json!(side.bridge);
+    conflist["plugins"][1]["type"] = json!(side.tuning);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&conflist)?)?;
+    std::fs::rename(&tmp, &path)?;
+    std::thread::sleep(Duration::from_secs(2));
+    Ok(())
+}
+
+/// The pod's host veth says whose bridge made it: ours names it in its alias.
+fn check_side(cluster: &Cluster, node: &Node, side: &Side, pod: &str) -> Result<()> {
+    let iflink = cluster.kubectl(&["exec", pod, "--", "cat", "/sys/class/net/eth0/iflink"])?;
+    let index: u64 = iflink.trim().parse().context("eth0's iflink")?;
+    let links: Vec<Value> = serde_json::from_str(&node.sh("ip -j -d link show")?)?;
+    let host = links
+        .iter()
+        .find(|l| l["ifindex"].as_u64() == Some(index))
+        .with_context(|| format!("{pod}'s host veth (ifindex {})", iflink.trim()))?;
+    let ours = host["ifalias"]
+        .as_str()
+        .is_some_and(|a| a.starts_with("cni-bridge "));
+    if ours != side.ours {
+        bail!(
+            "{pod} was meant to get its network from {} but its host veth says {host}",
+            side.label
+        );
+    }
+    Ok(())
+}
+
+fn wait_running(cluster: &Cluster, name: &str) -> Result<()> {
+    wait_for(&format!("{name} Running"), Duration::from_secs(120), || {
+        let phase = cluster.kubectl(&["get", "pod", name, "-o", "jsonpath={.status.phase}"])?;
+        Ok((phase.trim() == "Running").then_some(()))
+    })
+}
+
+/// Until the node holds no pod's port on the pod bridge nor any lease.
+fn wait_clean(node: &Node, timeout: Duration) -> Result<f64> {
+    let started = Instant::now();
+    wait_for("the node to be clean", timeout, || {
+        let ports = node.sh(&format!("ip -o link show master {POD_BRIDGE} | wc -l"))?;
+        Ok((ports.trim() == "0" && node.leases("kube-tier").is_empty()).then_some(()))
+    })?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// `count` pods at once: seconds until all run, sandbox failures among them, and seconds from
+/// their deletion until the node is clean.
+fn run_burst(
+    cluster: &Cluster,
+    node: &Node,
+    side: &Side,
+    count: usize,
+) -> Result<(f64, usize, f64)> {
+    let prefix = if side.ours { "burst-ours" } else { "burst-go" };
+    let manifests: Vec<String> = (0..count)
+        .map(|i| pod(&format!("{prefix}-{i}"), node.name(), prefix))
+        .collect();
+    let started = Instant::now();
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &manifests.join("---\n"))?;
+    let selector = format!("bench={prefix}");
+    wait_for(
+        &format!("{count} pods Running"),
+        Duration::from_secs(600),
+        || {
+            let list = cluster.get_json(&["get", "pods", "-l", &selector])?;
+            let running = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["status"]["phase"] == "Running")
+                .count();
+            Ok((running == count).then_some(()))
+        },
+    )?;
+    let all_running = started.elapsed().as_secs_f64();
+    let events = cluster.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=FailedCreatePodSandBox",
+        "-o",
+        "custom-columns=POD:.involvedObject.name,COUNT:.count",
+        "--no-headers",
+    ])?;
+    let failures = events
+        .lines()
+        .filter(|l| l.starts_with(&format!("{prefix}-")))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .sum();
+    cluster.kubectl(&["delete", "pods", "-l", &selector, "--wait=false"])?;
+    let clean = wait_clean(node, Duration::from_secs(600))?;
+    Ok((all_running, failures, clean))
+}
+
+/// Each pod's sandbox creation in milliseconds, from containerd's `RunPodSandbox` line to its
+/// `returns sandbox id` line (the last attempt of each pod).
+fn sandbox_times(log: &Path) -> Result<BTreeMap<String, f64>> {
+    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
+    let mut started: BTreeMap<String, f64> = BTreeMap::new();
+    let mut took = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line
+            .split("RunPodSandbox for &PodSandboxMetadata{Name:")
+            .nth(1)
+        else {
+            continue;
+        };
+        let (Some(name), Some(at)) = (rest.split(',').next(), timestamp(line)) else {
+            continue;
+        };
+        if line.contains("returns sandbox id") {
+            if let Some(t0) = started.remove(name) {
+                took.insert(name.to_string(), (at - t0) * 1000.0);
+            }
+        } else if !line.contains("failed") {
+            started.insert(name.to_string(), at);
+        }
+    }
+    Ok(took)
+}
+
+/// Seconds since the epoch of a containerd log line's `time="YYYY-MM-DDTHH:MM:SS.fffZ"`.
+fn timestamp(line: &str) -> Option<f64> {
+    let t = line.strip_prefix("time=\"")?.split('"').next()?;
+    let (date, time) = t.trim_end_matches('Z').split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>());
+    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    let mut hms = time.split(':');
+    let (h, min) = (
+        hms.next()?.parse::<f64>().ok()?,
+        hms.next()?.parse::<f64>().ok()?,
+    );
+    let s = hms.next()?.parse::<f64>().ok()?;
+    Some(days_from_civil(y, m, day) as f64 * 86400.0 + h * 3600.0 + min * 60.0 + s)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v.get(at).copied().unwrap_or(f64::NAN)
+}
+
+fn print_latency(what: &str, sides: &[Side], ours: &[f64], go: &[f64]) {
+    let (om, op) = (percentile(ours, 0.5), percentile(ours, 0.95));
+    let (gm, gp) = (percentile(go, 0.5), percentile(go, 0.95));
+    println!(
+        "  {what}: {} median {om:.0} ms, p95 {op:.0} ms ({} pods); {} median {gm:.0} ms, p95 \
+         {gp:.0} ms ({} pods); ours/Go median {:.2}x, p95 {:.2}x (goal: at most 0.8x)",
+        sides[0].label,
+        ours.len(),
+        sides[1].label,
+        go.len(),
+        om / gm,
+        op / gp
+    );
+}
