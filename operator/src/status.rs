@@ -338,9 +338,33 @@ pub fn image_pull_problems(pods: &[Pod]) -> Vec<String> {
     out
 }
 
-/// The nodes that are not Ready and hold a pod of `pods` that is not ready, one line each
-/// (`waiting for node node02, which is not Ready (Unknown: ...)`): a pod there waits for its node,
-/// not for its rollout.
+/// The node a DaemonSet's pod is for: where it is bound, else the one its node affinity names
+/// (the DaemonSet controller pins each pod to its node with `metadata.name In [node]`, so a pod
+/// made for a node that went down stays Pending, unbound).
+fn pod_node(pod: &Pod) -> Option<&str> {
+    let spec = pod.spec.as_ref()?;
+    if let Some(name) = spec.node_name.as_deref() {
+        return Some(name);
+    }
+    spec.affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find(|f| f.key == "metadata.name" && f.operator == "In")
+        .and_then(|f| match f.values.as_deref() {
+            Some([one]) => Some(one.as_str()),
+            _ => None,
+        })
+}
+
+/// The nodes that are not Ready and hold (or are to hold) a pod of `pods` that is not ready,
+/// one line each (`waiting for node node02, which is not Ready (Unknown: ...)`): a pod there
+/// waits for its node, not for its rollout.
 pub fn nodes_down(pods: &[Pod], nodes: &[Node]) -> Vec<String> {
     let mut out = Vec::new();
     for pod in pods {
@@ -349,7 +373,7 @@ pub fn nodes_down(pods: &[Pod], nodes: &[Node]) -> Vec<String> {
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        let Some(node_name) = pod_node(pod) else {
             continue;
         };
         if ready {
@@ -849,6 +873,25 @@ mod tests {
             nodes_down(&pods, &nodes),
             ["waiting for node node02, which is not Ready (Unknown: Kubelet stopped posting node status.)"]
         );
+    }
+
+    #[test]
+    fn a_pending_pod_made_for_a_node_that_is_down_waits_for_that_node() {
+        let nodes = [node(
+            "node02",
+            "Unknown",
+            "Kubelet stopped posting node status.",
+        )];
+        let pod: Pod = serde_json::from_value(json!({
+            "spec": {"containers": [], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                    "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node02"]}]
+                }]}
+            }}},
+            "status": {"phase": "Pending"}
+        }))
+        .expect("a valid Pod");
+        assert_eq!(nodes_down(&[pod], &nodes).len(), 1);
     }
 
     #[test]
