@@ -95,6 +95,10 @@ impl Network {
     /// that reach it through the `kubernetes` Service).
     pub fn attach(&self, index: usize, node_netns: &str) -> Result<()> {
         let port = format!("node{index:02}");
+        // A node made again (after a reboot) may find its old ports: the kernel frees a deleted
+        // namespace's links asynchronously.
+        let _ = ip(&["link", "del", &port]);
+        let _ = ip(&["-n", &self.switch, "link", "del", &port]);
         ip(&[
             "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", node_netns,
         ])?;
@@ -114,7 +118,14 @@ impl Network {
             SWITCH_BRIDGE,
             "up",
         ])?;
-        ip(&["route", "add", &pod_subnet(index), "via", &node_ip(index)])?;
+        // `replace`: a node made again (after a reboot) finds its route there.
+        ip(&[
+            "route",
+            "replace",
+            &pod_subnet(index),
+            "via",
+            &node_ip(index),
+        ])?;
         Ok(())
     }
 

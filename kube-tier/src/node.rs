@@ -281,6 +281,17 @@ impl Node {
         Ok(())
     }
 
+    /// Empties the node's own directories under `/run`, as a reboot does to its tmpfs; what is
+    /// under `/var` and `/etc` stays, as on a disk. Only while the node is down.
+    pub fn wipe_run(&self) -> Result<()> {
+        for d in NODE_DIRS.iter().filter(|d| d.starts_with("/run/")) {
+            let dir = self.host_path(d);
+            std::fs::remove_dir_all(&dir).with_context(|| format!("wipe {}", dir.display()))?;
+            std::fs::create_dir_all(&dir)?;
+        }
+        Ok(())
+    }
+
     /// Ends every process left in the node (the holder, pods' processes in its cgroups, shims),
     /// which frees its mount namespace and with it every mount made in it; then removes its
     /// cgroups and its network namespace. Every step runs; the errors are returned together.

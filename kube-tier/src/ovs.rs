@@ -31,11 +31,14 @@ impl Ovs {
             enter: node.enter(),
             daemons: Vec::new(),
         };
+        // The database is on the node's disk: after a reboot the switch starts from it.
         let db = dir.join("conf.db");
-        run(Command::new("ovsdb-tool")
-            .arg("create")
-            .arg(&db)
-            .arg("/usr/share/openvswitch/vswitch.ovsschema"))?;
+        if !db.exists() {
+            run(Command::new("ovsdb-tool")
+                .arg("create")
+                .arg(&db)
+                .arg("/usr/share/openvswitch/vswitch.ovsschema"))?;
+        }
         let mut server = ovs.command("ovsdb-server");
         server.arg(&db).arg(format!("--remote=punix:{DB_SOCK}"));
         let name = |daemon: &str| format!("{}-{daemon}", node.name());
@@ -107,6 +110,14 @@ impl Ovs {
 
     pub fn del_br(&self, name: &str) -> Result<()> {
         run(self.vsctl().args(["--if-exists", "del-br", name])).map(drop)
+    }
+
+    /// SIGKILL to both daemons, as a power loss ends them.
+    pub fn crash(&mut self) {
+        for d in &mut self.daemons {
+            d.crash();
+        }
+        self.daemons.clear();
     }
 
     pub fn stop(&mut self) {

@@ -163,6 +163,10 @@ const TESTS: &[(&str, Test)] = &[
         "the_node_agents_collect_a_sandbox_deleted_behind_the_runtime",
         scenarios::gc::the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
     ),
+    (
+        "a_reboot_leaves_the_node_holding_only_what_its_live_pods_use",
+        scenarios::reboot::a_reboot_leaves_the_node_holding_only_what_its_live_pods_use,
+    ),
 ];
 
 /// The last test of every run: teardown leaves nothing behind.

@@ -154,17 +154,7 @@ impl Cluster {
         }
         for i in 0..self.nodes.len() {
             let name = self.nodes[i].name().to_string();
-            wait_for(
-                &format!("node {name} to be Ready"),
-                Duration::from_secs(120),
-                || {
-                    self.check_daemons()?;
-                    let node = self.get_json(&["get", "node", &name])?;
-                    Ok(condition_status(&node, "Ready")
-                        .filter(|s| s == "True")
-                        .map(drop))
-                },
-            )?;
+            self.wait_ready(&name, "")?;
         }
         eprintln!(
             "kube-tier: {} nodes Ready {:.1} s after start ({})",
@@ -200,6 +190,60 @@ impl Cluster {
             "kubelet" => self.start_kubelet(node, &logs),
             _ => bail!("{daemon} cannot be started again"),
         }
+    }
+
+    /// Reboots node `node` as a power cycle would: every process of it killed at once (its
+    /// kubelet, containerd, Open vSwitch, the shims and the pods), its network namespace gone
+    /// with every link the pods had, its `/run` emptied; what is on its disk (`/var/lib/cni`,
+    /// containerd's and Open vSwitch's databases, `/etc/cni/net.d`, `/opt/cni/bin`) kept. Then
+    /// the node starts again: namespaces, Open vSwitch, containerd and the kubelet, until Ready.
+    pub fn reboot(&mut self, node: usize) -> Result<()> {
+        let name = self.nodes[node].name().to_string();
+        let before = self.ready_heartbeat(&name)?;
+        for daemon in ["kubelet", "containerd"] {
+            let _ = self.crash(node, daemon);
+        }
+        self.ovs[node].crash();
+        let errors = self.nodes[node].teardown();
+        if !errors.is_empty() {
+            bail!(
+                "power off {}: {}",
+                self.nodes[node].name(),
+                errors.join("; ")
+            );
+        }
+        self.nodes[node].wipe_run()?;
+        let prefix = format!("kube-tier-{}", std::process::id());
+        let dir = self.nodes[node].dir().to_path_buf();
+        let count = self.nodes.len();
+        self.nodes[node] = Node::create(&self.network, &prefix, node + 1, count, &dir)?;
+        let logs = self.base.join("logs");
+        self.ovs[node] = Ovs::start(&self.nodes[node], &dir.join("ovs"), &logs)?;
+        self.start_containerd(node, &logs)?;
+        self.start_kubelet(node, &logs)?;
+        self.wait_ready(&name, &before)
+    }
+
+    /// Node `name`'s Ready heartbeat.
+    fn ready_heartbeat(&self, name: &str) -> Result<String> {
+        Ok(ready_heartbeat(&self.get_json(&["get", "node", name])?))
+    }
+
+    /// Waits until Node `name` is Ready with a heartbeat later than `after`: after a restart,
+    /// one of the new kubelet's (the Node stays Ready for the controller-manager's grace period
+    /// whatever happens to it).
+    fn wait_ready(&mut self, name: &str, after: &str) -> Result<()> {
+        wait_for(
+            &format!("node {name} to be Ready"),
+            Duration::from_secs(120),
+            || {
+                self.check_daemons()?;
+                let node = self.get_json(&["get", "node", name])?;
+                let fresh = ready_heartbeat(&node).as_str() > after;
+                let ready = condition_status(&node, "Ready").as_deref() == Some("True");
+                Ok((fresh && ready).then_some(()))
+            },
+        )
     }
 
     /// The name of node `node`'s `daemon`, as [`Cluster::log_tail`] takes it.
@@ -326,6 +370,14 @@ pub fn plugins_image_default(repo: &Path) -> Result<String> {
         }
     }
     bail!("deploy/operator.yaml sets no PLUGINS_IMAGE")
+}
+
+/// A Node's Ready heartbeat (`lastHeartbeatTime`, RFC 3339 in UTC, so its strings order as its
+/// times), empty without one.
+fn ready_heartbeat(node: &Value) -> String {
+    condition(node, "Ready")
+        .and_then(|c| c["lastHeartbeatTime"].as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The `status` of condition `type_` of an object with `status.conditions`.

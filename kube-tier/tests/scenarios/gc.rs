@@ -335,12 +335,17 @@ struct NodeHolds {
     tuning_states: usize,
 }
 
+/// The names in `dir`; none when it does not exist (yet: tuning makes its directory at its
+/// first ADD on the node).
 fn names(dir: &Path) -> Result<Vec<String>> {
-    Ok(std::fs::read_dir(dir)
-        .with_context(|| format!("listing {}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect())
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("listing {}", dir.display())),
+    }
 }
 
 fn node_holds(ctx: &Ctx) -> Result<NodeHolds> {

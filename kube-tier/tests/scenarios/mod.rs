@@ -8,4 +8,5 @@ pub mod image;
 pub mod nodes;
 pub mod operator;
 pub mod pods;
+pub mod reboot;
 pub mod upgrade;

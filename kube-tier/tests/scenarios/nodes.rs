@@ -21,12 +21,17 @@ use crate::scenarios::pods::{delete_pod, pod_manifest_on, wait_pod_ip};
 use crate::{check, Ctx};
 
 /// The secondary network's conflist on every node, in the node's view.
-const SECONDARY_CONFLIST: &str = "/etc/cni/net.d/20-kube-tier-secondary.conflist";
+pub(crate) const SECONDARY_CONFLIST: &str = "/etc/cni/net.d/20-kube-tier-secondary.conflist";
 
 /// A conflist of the secondary network named `name` whose first plugin is `plugin`, with
 /// host-local addresses from `subnet` in a range of node `index`'s own (two nodes' pods never
 /// share an address) and our tuning after it.
-fn secondary_conflist(name: &str, plugin: Value, subnet_prefix: &str, index: usize) -> Value {
+pub(crate) fn secondary_conflist(
+    name: &str,
+    plugin: Value,
+    subnet_prefix: &str,
+    index: usize,
+) -> Value {
     let mut first = plugin;
     first["ipam"] = json!({
         "type": "host-local",
@@ -45,7 +50,7 @@ fn secondary_conflist(name: &str, plugin: Value, subnet_prefix: &str, index: usi
 
 /// Writes `conflist` as node's secondary network, atomically (libcni ignores the temporary
 /// name), so containerd reloads a whole file.
-fn set_secondary(node: &Node, conflist: &Value) -> Result<()> {
+pub(crate) fn set_secondary(node: &Node, conflist: &Value) -> Result<()> {
     let path = node.host_path(SECONDARY_CONFLIST);
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(conflist)?)?;
@@ -62,7 +67,7 @@ fn remove_secondary(ctx: &Ctx) {
 /// Creates pod `name` on node `node` and waits until it runs with an IPv4 address on `eth1`;
 /// that address. A pod whose sandbox was made before containerd read the secondary conflist
 /// has no `eth1`: it is made again.
-fn secondary_pod(ctx: &Ctx, name: &str, node: &str) -> Result<String> {
+pub(crate) fn secondary_pod(ctx: &Ctx, name: &str, node: &str) -> Result<String> {
     for _ in 0..5 {
         ctx.apply(&pod_manifest_on(name, node))?;
         wait_pod_ip(ctx, name)?;
@@ -402,7 +407,23 @@ pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> R
         "    {name} back: Ready, and the config Available {:.1}s after its kubelet restarted",
         returned.elapsed().as_secs_f64()
     );
-    set_progress_timeout(ctx, "10m")
+    set_progress_timeout(ctx, "10m")?;
+    // The next scenarios start from the default placement, rolled out: `rollout status` alone
+    // could see the DaemonSets before the operator has re-rendered them.
+    ctx.apply_nac(OWN_SPEC)?;
+    for ds in [LINUX_BRIDGE_DS, OVS_DS] {
+        wait_for(
+            &format!("{ds} back to the default placement"),
+            Duration::from_secs(60),
+            || {
+                let obj = ctx.get(&["get", "daemonset", ds, "-n", crate::NAMESPACE])?;
+                let tolerations = obj["spec"]["template"]["spec"]["tolerations"].to_string();
+                Ok((!tolerations.contains(r#"{"operator":"Exists"}"#)).then_some(()))
+            },
+        )?;
+        ctx.wait_rollout("daemonset", ds)?;
+    }
+    Ok(())
 }
 
 fn lose_node(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
