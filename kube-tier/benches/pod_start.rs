@@ -231,8 +231,8 @@ fn wait_running(cluster: &Cluster, name: &str) -> Result<()> {
 fn wait_clean(node: &Node, timeout: Duration) -> Result<f64> {
     let started = Instant::now();
     wait_for("the node to be clean", timeout, || {
-        let ports = node.sh(&format!("ip -o link show master {POD_BRIDGE} | wc -l"))?;
-        Ok((ports.trim() == "0" && node.leases("kube-tier").is_empty()).then_some(()))
+        let ports = node.bridge_ports(POD_BRIDGE)?;
+        Ok((ports.is_empty() && node.leases("kube-tier").is_empty()).then_some(()))
     })?;
     Ok(started.elapsed().as_secs_f64())
 }

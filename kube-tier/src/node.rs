@@ -113,12 +113,25 @@ impl Node {
         let netns = format!("{prefix}-{name}");
         ip(&["netns", "add", &netns])?;
         let cgroup_root = netns.clone();
-        for h in cgroup_hierarchies() {
-            std::fs::create_dir_all(h.join(&cgroup_root))
-                .with_context(|| format!("create the node's cgroup root in {}", h.display()))?;
-        }
-        let holder = spawn_holder(&name, &netns, dir)?;
-        let node = Node {
+        let holder = (|| {
+            for h in cgroup_hierarchies() {
+                std::fs::create_dir_all(h.join(&cgroup_root))
+                    .with_context(|| format!("create the node's cgroup root in {}", h.display()))?;
+            }
+            spawn_holder(&name, &netns, dir)
+        })();
+        let holder = match holder {
+            Ok(holder) => holder,
+            Err(e) => {
+                // Nothing of the node's runs yet: its cgroup roots are empty.
+                for h in cgroup_hierarchies() {
+                    let _ = std::fs::remove_dir(h.join(&cgroup_root));
+                }
+                let _ = ip(&["netns", "del", &netns]);
+                return Err(e);
+            }
+        };
+        let mut node = Node {
             name,
             index,
             netns,
@@ -126,8 +139,13 @@ impl Node {
             holder,
             cgroup_root,
         };
-        network.attach(index, &node.netns)?;
-        node.configure(count)?;
+        if let Err(e) = network
+            .attach(index, &node.netns)
+            .and_then(|()| node.configure(count))
+        {
+            node.teardown();
+            return Err(e);
+        }
         Ok(node)
     }
 
@@ -197,6 +215,20 @@ impl Node {
         } else {
             path
         }
+    }
+
+    /// The ports of Linux bridge `bridge` on the node: (name, alias).
+    pub fn bridge_ports(&self, bridge: &str) -> Result<Vec<(String, String)>> {
+        let out = self.sh(&format!("ip -j -d link show master {bridge}"))?;
+        let links: Vec<serde_json::Value> =
+            serde_json::from_str(if out.trim().is_empty() { "[]" } else { &out })?;
+        Ok(links
+            .iter()
+            .map(|l| {
+                let field = |key: &str| l[key].as_str().unwrap_or_default().to_string();
+                (field("ifname"), field("ifalias"))
+            })
+            .collect())
     }
 
     /// The addresses host-local has leased on the node for `network` (in its default data

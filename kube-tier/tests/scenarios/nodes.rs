@@ -145,16 +145,6 @@ fn delete_and_wait_clean(
     Ok(())
 }
 
-/// The ports of Linux bridge `bridge` on `node`.
-fn linux_ports(node: &Node, bridge: &str) -> Result<Vec<String>> {
-    let out = node.sh(&format!("ip -j link show master {bridge}"))?;
-    let links: Vec<Value> = serde_json::from_str(if out.trim().is_empty() { "[]" } else { &out })?;
-    Ok(links
-        .iter()
-        .filter_map(|l| l["ifname"].as_str().map(str::to_string))
-        .collect())
-}
-
 /// Each Node's `key` capacity, by node name.
 fn capacities(ctx: &Ctx, key: &str) -> Result<BTreeMap<String, Option<String>>> {
     ctx.cluster
@@ -266,9 +256,10 @@ fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {
         after.1 - before.1
     );
     delete_and_wait_clean(ctx, &["xnode-a", "xnode-b"], network, &|node| {
-        Ok(linux_ports(node, "br0")?
+        Ok(node
+            .bridge_ports("br0")?
             .iter()
-            .filter(|p| p.as_str() != "eth1")
+            .filter(|(name, _)| name != "eth1")
             .count())
     })
 }

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
@@ -80,17 +79,7 @@ pub fn wait_pod_ip(ctx: &Ctx, name: &str) -> Result<String> {
 
 /// The host ends of the veths on the pod bridge: (name, alias).
 pub fn bridge_ports(ctx: &Ctx) -> Result<Vec<(String, String)>> {
-    let out = ctx.sh(&format!("ip -j -d link show master {POD_BRIDGE}"))?;
-    let links: Vec<Value> = serde_json::from_str(if out.trim().is_empty() { "[]" } else { &out })?;
-    Ok(links
-        .iter()
-        .map(|l| {
-            (
-                l["ifname"].as_str().unwrap_or_default().to_string(),
-                l["ifalias"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect())
+    ctx.node01().bridge_ports(POD_BRIDGE)
 }
 
 pub fn pods_reach_each_other(ctx: &mut Ctx) -> Result<()> {
