@@ -6,6 +6,9 @@
 //! cni-installer probe     --to DIR [--plugins a,b,c=a]
 //! cni-installer run       --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
 //!                         [--mark linux-bridge|ovs] [--ovsdb ENDPOINT] [--interval 60s]
+//! cni-installer nmstate   [--state-dir DIR] [--probes gateway,api-server,node-ready|none]
+//!                         [--probe-timeout 120s]
+//! cni-installer nmstate-ready [--state-dir DIR]
 //! ```
 //!
 //! Flags take their value as the next argument or after `=`. In `--plugins`, `NAME=SOURCE`
@@ -24,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
 use crate::marker::Mark;
+use crate::nmstate::{self, probes::Probe};
 use crate::probe;
 use crate::uninstall;
 
@@ -53,6 +57,8 @@ pub enum Command {
     Probe(probe::Options),
     Run(Box<RunOptions>),
     Gc(round::Options),
+    Nmstate(nmstate::Options),
+    NmstateReady(PathBuf),
     /// `help`, `--help`, `<command> --help`: the text to print.
     Help(String),
 }
@@ -103,6 +109,49 @@ enum Sub {
     /// One garbage collection: run our plugins' GC for every network they serve, keeping the
     /// attachments of the runtime's live sandboxes (needs NODE_NAME)
     Gc(GcCommandArgs),
+    /// kubernetes-nmstate's handler: apply the NodeNetworkConfigurationPolicies that match
+    /// this node over netlink, report its NodeNetworkState (needs NODE_NAME)
+    Nmstate(NmstateArgs),
+    /// Exit 0 iff the handler applied this node's policies since it started (readiness probe)
+    NmstateReady(NmstateReadyArgs),
+}
+
+#[derive(Debug, Args)]
+struct NmstateArgs {
+    /// The node's directory for the apply's journal, the lock and the ready mark
+    #[arg(long, value_name = "DIR", default_value = nmstate::DEFAULT_STATE_DIR, value_parser = absolute_path)]
+    state_dir: PathBuf,
+    /// The probes that must pass after an apply, else it is rolled back: a comma-separated
+    /// list of gateway, api-server, node-ready, or none
+    #[arg(long, value_name = "LIST", default_value = "gateway,api-server,node-ready", value_parser = parse_probes)]
+    probes: ProbeList,
+    /// How long each probe may take to pass after an apply (500ms, 30s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    probe_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+struct NmstateReadyArgs {
+    /// The handler's --state-dir
+    #[arg(long, value_name = "DIR", default_value = nmstate::DEFAULT_STATE_DIR, value_parser = absolute_path)]
+    state_dir: PathBuf,
+}
+
+/// `--probes`, parsed: one value holding the whole list.
+#[derive(Debug, Clone)]
+struct ProbeList(Vec<Probe>);
+
+fn parse_probes(s: &str) -> std::result::Result<ProbeList, String> {
+    if s == "none" {
+        return Ok(ProbeList(Vec::new()));
+    }
+    let mut probes: Vec<Probe> = s
+        .split(',')
+        .map(str::parse)
+        .collect::<std::result::Result<_, _>>()?;
+    probes.sort_unstable();
+    probes.dedup();
+    Ok(ProbeList(probes))
 }
 
 #[derive(Debug, Args)]
@@ -248,6 +297,20 @@ pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
             }))
         }
         Sub::Gc(a) => Command::Gc(gc_options(&a.to, a.gc, node_name)?),
+        Sub::Nmstate(a) => {
+            let node_name = node_name.filter(|n| !n.is_empty()).ok_or_else(|| {
+                Error::msg(format!(
+                    "nmstate needs the node's name in {NODE_NAME_ENV} (env valueFrom fieldRef spec.nodeName)"
+                ))
+            })?;
+            Command::Nmstate(nmstate::Options {
+                node_name: node_name.to_string(),
+                state_dir: a.state_dir,
+                probes: a.probes.0,
+                probe_timeout: a.probe_timeout,
+            })
+        }
+        Sub::NmstateReady(a) => Command::NmstateReady(a.state_dir),
     })
 }
 
@@ -476,6 +539,46 @@ mod tests {
             Ok(Command::Help(text)) => text,
             other => panic!("{line}: not help: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_handler_defaults_to_upstreams_probes_and_timeout() {
+        assert_eq!(
+            parse(&args("nmstate"), Some("node01")).expect("nmstate"),
+            Command::Nmstate(nmstate::Options {
+                node_name: "node01".to_string(),
+                state_dir: nmstate::DEFAULT_STATE_DIR.into(),
+                probes: nmstate::probes::ALL.to_vec(),
+                probe_timeout: Duration::from_secs(120),
+            })
+        );
+    }
+
+    #[test]
+    fn the_handlers_probes_and_timeout_are_settable() {
+        let Command::Nmstate(opts) = parse(
+            &args("nmstate --probes api-server,gateway --probe-timeout 20s"),
+            Some("node01"),
+        )
+        .expect("nmstate") else {
+            panic!("not nmstate");
+        };
+        assert_eq!(opts.probes, [Probe::Gateway, Probe::ApiServer]);
+        assert_eq!(opts.probe_timeout, Duration::from_secs(20));
+        let Command::Nmstate(opts) =
+            parse(&args("nmstate --probes none"), Some("n")).expect("none")
+        else {
+            panic!("not nmstate");
+        };
+        assert!(opts.probes.is_empty());
+    }
+
+    #[test]
+    fn the_handler_refuses_an_unknown_probe_and_a_missing_node_name() {
+        let e = parse(&args("nmstate --probes dns"), Some("n")).expect_err("dns");
+        assert!(e.to_string().contains("unknown probe \"dns\""), "{e}");
+        let e = parse(&args("nmstate"), None).expect_err("no node");
+        assert!(e.to_string().contains(NODE_NAME_ENV), "{e}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod link_events;
 pub mod lock;
 pub mod marker;
 pub mod metrics;
+pub mod nmstate;
 pub mod node;
 pub mod probe;
 pub mod record;

@@ -26,11 +26,17 @@ type Identity = (String, Option<String>, Option<u32>);
 #[derive(Debug, Default)]
 pub struct Seen {
     links: HashMap<u32, Identity>,
+    /// Every notification counts (the node's network state report shows addresses, MTUs and
+    /// flags too).
+    every: bool,
 }
 
 impl Seen {
     /// Takes in one read's notifications; whether any of them may change the bridges.
     pub fn note(&mut self, notices: LinkNotices) -> bool {
+        if self.every {
+            return true;
+        }
         match notices {
             LinkNotices::Missed => {
                 // Whatever was lost may have been anything: learn the links afresh.
@@ -71,6 +77,18 @@ pub struct LinkWatch {
 impl LinkWatch {
     /// Subscribes in the calling thread's namespace; inside the runtime.
     pub fn open() -> Result<LinkWatch> {
+        LinkWatch::subscribe(Seen::default())
+    }
+
+    /// As `open`, with every notification a change.
+    pub fn open_every() -> Result<LinkWatch> {
+        LinkWatch::subscribe(Seen {
+            every: true,
+            ..Seen::default()
+        })
+    }
+
+    fn subscribe(seen: Seen) -> Result<LinkWatch> {
         let events =
             LinkEvents::subscribe().map_err(|e| Error::wrap("link notifications", e.into()))?;
         events
@@ -83,10 +101,7 @@ impl LinkWatch {
                 action: "waiting for link notifications",
                 source: e.into(),
             })?;
-        Ok(LinkWatch {
-            socket,
-            seen: Seen::default(),
-        })
+        Ok(LinkWatch { socket, seen })
     }
 
     /// Returns when a link appeared, went, or changed its name, kind or master, or when

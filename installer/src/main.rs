@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use cni_installer::cli::{self, Command, NODE_NAME_ENV};
 use cni_installer::error::report;
-use cni_installer::{gc, install, probe, run, uninstall};
+use cni_installer::{gc, install, nmstate, probe, run, uninstall};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -54,6 +54,8 @@ fn execute() -> anyhow::Result<()> {
                 anyhow::bail!("{} GC(s) failed", report.failures.len());
             }
         }
+        Command::Nmstate(opts) => nmstate::run(&opts)?,
+        Command::NmstateReady(dir) => nmstate::ready(&dir)?,
     }
     Ok(())
 }

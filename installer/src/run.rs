@@ -73,7 +73,7 @@ pub(crate) async fn api_client() -> Result<kube::Client> {
 }
 
 /// Returns when SIGTERM or SIGINT arrives (or arrived since the last call).
-async fn stop_signal(term: &mut Signal, int: &mut Signal) {
+pub(crate) async fn stop_signal(term: &mut Signal, int: &mut Signal) {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
@@ -81,7 +81,7 @@ async fn stop_signal(term: &mut Signal, int: &mut Signal) {
 }
 
 /// Starts catching the signal `kind`.
-fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
+pub(crate) fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
     signal(kind).map_err(|source| Error::System { action, source })
 }
 

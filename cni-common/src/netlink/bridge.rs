@@ -9,7 +9,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::link::{link_message, link_message_named};
-use super::{Link, Netlink};
+use super::{BridgePortSettings, Link, Netlink};
 use crate::error::{Error, Result};
 
 /// `bridge link set dev <port> hairpin on|off isolated on|off`; None leaves a flag alone.
@@ -20,7 +20,9 @@ pub struct BridgePort {
 }
 
 /// One line of `bridge vlan show dev <port>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct PortVlan {
     pub vid: u16,
     /// Untagged frames arriving on the port join this VLAN.
@@ -172,6 +174,22 @@ impl Netlink {
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0)
             .map_err(|e| Error::wrap(format!("bridge link set dev {index} {port:?}"), e))
+    }
+
+    /// `bridge link set dev <index> [priority P] [cost C] [hairpin on|off]`: a port's STP
+    /// settings. The port must already be enslaved.
+    pub fn bridge_link_set_stp(&self, index: u32, settings: &BridgePortSettings) -> Result<()> {
+        let attrs = settings.attributes();
+        if attrs.is_empty() {
+            return Ok(());
+        }
+        let mut msg = link_message(index);
+        msg.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::PortKind(InfoPortKind::Bridge),
+            LinkInfo::PortData(InfoPortData::BridgePort(attrs)),
+        ]));
+        self.ack(RouteNetlinkMessage::NewLink(msg), 0)
+            .map_err(|e| Error::wrap(format!("bridge link set dev {index} {settings:?}"), e))
     }
 
     /// `bridge vlan add dev <index> vid <vid> [pvid] [untagged] master`, every VLAN in one

@@ -4,12 +4,12 @@ use std::os::fd::AsRawFd;
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoBridge, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
-    State,
+    InfoBridge, InfoData, InfoKind, InfoVeth, InfoVlan, LinkAttribute, LinkFlags, LinkInfo,
+    LinkMessage, State,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use super::{Netlink, IFNAMSIZ};
+use super::{BondSettings, Netlink, IFNAMSIZ};
 use crate::error::{Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
@@ -340,6 +340,74 @@ impl Netlink {
                 e,
             )
         })
+    }
+
+    /// `ip link set <index> master <master>`.
+    pub fn link_set_master(&self, index: u32, master: u32) -> Result<()> {
+        self.set_link(link_message_attr(index, LinkAttribute::Controller(master)))
+            .map_err(|e| Error::wrap(format!("ip link set {index} master {master}"), e))
+    }
+
+    /// `ip link set <index> nomaster`: IFLA_MASTER 0 releases the link from its controller.
+    pub fn link_set_nomaster(&self, index: u32) -> Result<()> {
+        self.set_link(link_message_attr(index, LinkAttribute::Controller(0)))
+            .map_err(|e| Error::wrap(format!("ip link set {index} nomaster"), e))
+    }
+
+    /// `ip link add <name> type dummy`; what `ip link show` says of the new link.
+    pub fn link_add_dummy(&self, name: &str) -> Result<Link> {
+        self.link_add(name, None, vec![LinkInfo::Kind(InfoKind::Dummy)])
+    }
+
+    /// `ip link add link <base> name <name> type vlan id <id>`.
+    pub fn link_add_vlan(&self, name: &str, base: u32, id: u16) -> Result<Link> {
+        self.link_add(
+            name,
+            Some(base),
+            vec![
+                LinkInfo::Kind(InfoKind::Vlan),
+                LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(id)])),
+            ],
+        )
+    }
+
+    /// `ip link add <name> type bond [mode M] [miimon N] ...`.
+    pub fn link_add_bond(&self, name: &str, settings: &BondSettings) -> Result<Link> {
+        let mut info = vec![LinkInfo::Kind(InfoKind::Bond)];
+        let attrs = settings.attributes();
+        if !attrs.is_empty() {
+            info.push(LinkInfo::Data(InfoData::Bond(attrs)));
+        }
+        self.link_add(name, None, info)
+    }
+
+    /// `ip link add [link <base>] <name> type <kind> ...`: the one creating request every kind
+    /// without a peer shares. The kernel's errno stays in the error (EOPNOTSUPP when the kind's
+    /// module is missing, EEXIST for a taken name).
+    fn link_add(&self, name: &str, base: Option<u32>, info: Vec<LinkInfo>) -> Result<Link> {
+        let kind = info
+            .iter()
+            .find_map(|i| match i {
+                LinkInfo::Kind(k) => Some(k.to_string()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let doing = || match base {
+            Some(base) => format!("ip link add link {base} name {name} type {kind}"),
+            None => format!("ip link add {name} type {kind}"),
+        };
+        let mut msg = link_message_named(name);
+        if let Some(base) = base {
+            msg.attributes.push(LinkAttribute::Link(base));
+        }
+        msg.attributes.push(LinkAttribute::LinkInfo(info));
+        self.ack(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
+            .map_err(|e| Error::wrap(doing(), e))?;
+        // RTM_NEWLINK does not return the new index (NLM_F_ECHO for it needs Linux 6.3); ask.
+        match self.link_show(name)? {
+            Some(link) => Ok(link),
+            None => Err(Error::system(format!("{}: created link vanished", doing()))),
+        }
     }
 
     /// `ip link del <index>`; a link that is already gone is not an error (DEL is idempotent).

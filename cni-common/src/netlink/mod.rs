@@ -22,6 +22,7 @@ use crate::netns::NetNs;
 
 mod addr;
 mod bridge;
+mod detail;
 mod events;
 mod link;
 mod macvtap;
@@ -31,7 +32,8 @@ pub use events::{LinkEvent, LinkEvents, LinkNotices};
 pub use link::{Link, Veth};
 
 pub use bridge::{BridgePort, PortVlan};
-pub use route::{NewRoute, RouteEntry};
+pub use detail::{BondSettings, BridgePortSettings, BridgeSettings, LinkDetails};
+pub use route::{NewRoute, RouteEntry, RouteInfo};
 
 /// Longest interface name plus the NUL (IFNAMSIZ).
 const IFNAMSIZ: usize = 16;

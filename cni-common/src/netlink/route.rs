@@ -21,6 +21,21 @@ pub struct RouteEntry {
     pub table: u32,
 }
 
+/// One unicast route of `ip route show table all`, with what tells routes apart (table, metric)
+/// and who made it (protocol: 2 kernel, 3 boot, 4 static, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteInfo {
+    pub dst: IpNetwork,
+    pub gw: Option<IpAddr>,
+    /// The output link; None for multipath routes.
+    pub oif: Option<u32>,
+    pub table: u32,
+    /// RTA_PRIORITY; None when the kernel gave none (IPv4 metric 0).
+    pub metric: Option<u32>,
+    pub protocol: u8,
+    pub scope: u8,
+}
+
 /// What `ip route add` takes, as a CNI result's route carries it.
 #[derive(Debug, Clone, Copy)]
 pub struct NewRoute {
@@ -145,6 +160,95 @@ impl Netlink {
             routes.push(RouteEntry { dst, gw, table });
         }
         Ok(routes)
+    }
+}
+
+impl Netlink {
+    /// `ip route show table all` (IPv4 and IPv6): every unicast route of the namespace, in
+    /// every table.
+    pub fn route_list_all(&self) -> Result<Vec<RouteInfo>> {
+        let mut routes = Vec::new();
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut req = RouteMessage::default();
+            req.header.address_family = family;
+            let replies = self
+                .dump(RouteNetlinkMessage::GetRoute(req))
+                .map_err(|e| Error::wrap("ip route show table all", e))?;
+            for reply in replies {
+                let RouteNetlinkMessage::NewRoute(msg) = reply else {
+                    continue;
+                };
+                if msg.header.kind != RouteType::Unicast {
+                    continue;
+                }
+                routes.push(route_info(&msg)?);
+            }
+        }
+        Ok(routes)
+    }
+
+    /// `ip route del <dst> [via <gw>] [dev <oif>] [metric M] table T`: the fields that are set
+    /// select the route, as iproute2 sends them (any scope, any protocol).
+    pub fn route_del(&self, route: &RouteInfo) -> Result<()> {
+        let dst = route.dst;
+        let mut msg = RouteMessage::default();
+        msg.header.address_family = family(&dst.ip());
+        msg.header.destination_prefix_length = dst.prefix();
+        msg.header.scope = RouteScope::NoWhere;
+        msg.header.table = u8::try_from(route.table).unwrap_or(RouteHeader::RT_TABLE_UNSPEC);
+        msg.attributes.push(RouteAttribute::Table(route.table));
+        if dst.prefix() > 0 {
+            msg.attributes
+                .push(RouteAttribute::Destination(RouteAddress::from(dst.ip())));
+        }
+        if let Some(gw) = route.gw {
+            msg.attributes
+                .push(RouteAttribute::Gateway(RouteAddress::from(gw)));
+        }
+        if let Some(oif) = route.oif {
+            msg.attributes.push(RouteAttribute::Oif(oif));
+        }
+        if let Some(metric) = route.metric {
+            msg.attributes.push(RouteAttribute::Priority(metric));
+        }
+        self.ack(RouteNetlinkMessage::DelRoute(msg), 0)
+            .map_err(|e| Error::wrap(format!("ip route del {dst} table {}", route.table), e))
+    }
+}
+
+/// A kernel route message as [`RouteInfo`].
+fn route_info(msg: &RouteMessage) -> Result<RouteInfo> {
+    let mut info = RouteInfo {
+        dst: IpNetwork::new(unspecified(msg.header.address_family), 0)
+            .map_err(|e| Error::system(format!("route from the kernel: {e}")))?,
+        gw: None,
+        oif: None,
+        table: u32::from(msg.header.table),
+        metric: None,
+        protocol: u8::from(msg.header.protocol),
+        scope: u8::from(msg.header.scope),
+    };
+    let mut dst = None;
+    for attr in &msg.attributes {
+        match attr {
+            RouteAttribute::Oif(i) => info.oif = Some(*i),
+            RouteAttribute::Destination(a) => dst = route_ip(a),
+            RouteAttribute::Gateway(a) => info.gw = route_ip(a),
+            RouteAttribute::Table(t) => info.table = *t,
+            RouteAttribute::Priority(p) => info.metric = Some(*p),
+            _ => {}
+        }
+    }
+    let ip = dst.unwrap_or(info.dst.ip());
+    info.dst = IpNetwork::new(ip, msg.header.destination_prefix_length)
+        .map_err(|e| Error::system(format!("route {ip} from the kernel: {e}")))?;
+    Ok(info)
+}
+
+fn unspecified(family: AddressFamily) -> IpAddr {
+    match family {
+        AddressFamily::Inet6 => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        _ => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
     }
 }
 

@@ -1,0 +1,187 @@
+//! `cni-installer nmstate`: kubernetes-nmstate's handler on the node's kernel, with no
+//! NetworkManager. It serves the same API (NodeNetworkConfigurationPolicy, its enactments,
+//! NodeNetworkState) and applies each policy over netlink as a transaction that the node
+//! survives (`nmstate_netlink`): what the node cannot do is refused before anything changes,
+//! and a change that fails its verification or its probes is rolled back.
+//!
+//! At start, before its ready mark: a journal left by a handler killed mid-apply is restored,
+//! and the policies enacted on this node are applied again (after a reboot the kernel holds
+//! none of them). Then policies are followed with a watch (and listed again every resync), and
+//! the NodeNetworkState is refreshed on link notifications and every resync, written only when
+//! it changed.
+
+pub mod conditions;
+pub mod enact;
+pub mod probes;
+pub mod resources;
+pub mod rollout;
+pub mod state_report;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{WatchEvent, WatchParams};
+use tokio::signal::unix::SignalKind;
+use tracing::{info, warn};
+
+use crate::error::{Error, Result};
+use crate::link_events::LinkWatch;
+use crate::lock::DirLock;
+use enact::Handler;
+pub use enact::Options;
+use state_report::StateReport;
+
+/// Where the DaemonSet mounts the node's directory of the handler.
+pub const DEFAULT_STATE_DIR: &str = "/run/kubernetes-nmstate";
+/// Policies listed and the state read again at least this often (upstream: every minute).
+const RESYNC: Duration = Duration::from_secs(60);
+/// Link notifications within this long after the first make one state refresh.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// The file whose presence is the handler's readiness.
+pub fn ready_mark(state_dir: &Path) -> PathBuf {
+    state_dir.join("ready")
+}
+
+/// `cni-installer nmstate-ready`: the readiness probe.
+pub fn ready(state_dir: &Path) -> Result<()> {
+    let mark = ready_mark(state_dir);
+    if mark.exists() {
+        Ok(())
+    } else {
+        Err(Error::msg(format!(
+            "{} is missing: the node's policies are not applied yet",
+            mark.display()
+        )))
+    }
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    std::fs::create_dir_all(&opts.state_dir)
+        .map_err(|e| Error::io("creating", &opts.state_dir, e))?;
+    // One handler per node: a second (an old pod still terminating) waits here.
+    let _lock = DirLock::acquire(&opts.state_dir)?;
+    let mark = ready_mark(&opts.state_dir);
+    match std::fs::remove_file(&mark) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("removing", &mark, e)),
+    }
+    let journal = opts.state_dir.join("apply.journal");
+    if let Some(restored) = nmstate_netlink::recover(&journal)
+        .map_err(|e| Error::msg(format!("restoring {}: {e}", journal.display())))?
+    {
+        warn!("an apply was interrupted; the node was put back as it was before: {restored}");
+    }
+    let runtime = crate::run::current_thread_runtime()?;
+    let result = runtime.block_on(serve(opts, &mark));
+    runtime.shutdown_background();
+    result
+}
+
+async fn serve(opts: &Options, mark: &Path) -> Result<()> {
+    let mut term = crate::run::catch(SignalKind::terminate(), "handling SIGTERM")?;
+    let mut int = crate::run::catch(SignalKind::interrupt(), "handling SIGINT")?;
+    let client = crate::run::api_client().await?;
+    let handler = Handler::new(client.clone(), opts.clone()).await?;
+    let mut report = StateReport::new(&client, &opts.node_name, handler.node_uid());
+    let started = async {
+        let synced = handler.sync(true).await?;
+        report.set_named(synced.named);
+        // The policies are what readiness means; a state not written now is at the next try.
+        if let Err(e) = report.refresh().await {
+            warn!("{}", e.report());
+        }
+        Ok::<(), Error>(())
+    };
+    tokio::select! {
+        () = crate::run::stop_signal(&mut term, &mut int) => return Ok(()),
+        done = started => { done?; }
+    }
+    std::fs::write(mark, b"").map_err(|e| Error::io("writing", mark, e))?;
+    info!(
+        "node {}: policies applied; following them, probes {:?} for {:?}",
+        opts.node_name, opts.probes, opts.probe_timeout
+    );
+    let mut links = LinkWatch::open_every()
+        .inspect_err(|e| warn!("{}; the state is read every {RESYNC:?} only", e.report()))
+        .ok();
+    let policies = resources::policies(&client);
+    let mut ticker = tokio::time::interval(RESYNC);
+    ticker.tick().await;
+    let mut version = String::from("0");
+    loop {
+        let params = WatchParams::default().timeout(290);
+        let mut events = match policies.watch(&params, &version).await {
+            Ok(stream) => stream.boxed(),
+            Err(e) => {
+                warn!("watching the policies: {e}");
+                version = "0".to_string();
+                futures::stream::empty().boxed()
+            }
+        };
+        loop {
+            tokio::select! {
+                () = crate::run::stop_signal(&mut term, &mut int) => {
+                    info!("stopping");
+                    return Ok(());
+                }
+                _ = ticker.tick() => {
+                    sync_and_report(&handler, &mut report).await;
+                }
+                () = link_change(&mut links) => {
+                    if let Err(e) = report.refresh().await {
+                        warn!("{}", e.report());
+                    }
+                }
+                event = events.next() => match event {
+                    Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
+                        version = o.metadata.resource_version.unwrap_or_default();
+                        sync_and_report(&handler, &mut report).await;
+                    }
+                    Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                    Some(Ok(WatchEvent::Error(e))) => {
+                        // Gone: start again from the current list.
+                        if e.code == 410 {
+                            version = "0".to_string();
+                        }
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        warn!("watching the policies: {e}");
+                        break;
+                    }
+                    None => break,
+                },
+            }
+        }
+        // A watch that ended or failed: wait a little so a failing API server is not hammered.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn sync_and_report(handler: &Handler, report: &mut StateReport) {
+    match handler.sync(false).await {
+        Ok(synced) => report.set_named(synced.named),
+        Err(e) => warn!("{}", e.report()),
+    }
+    if let Err(e) = report.refresh().await {
+        warn!("{}", e.report());
+    }
+}
+
+/// Returns when links changed, once the burst settled; never without notifications.
+async fn link_change(links: &mut Option<LinkWatch>) {
+    let Some(watch) = links else {
+        return std::future::pending().await;
+    };
+    let changed = match watch.changed().await {
+        Ok(()) => watch.settle(SETTLE).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = changed {
+        warn!("{}; the state is read every {RESYNC:?} only", e.report());
+        *links = None;
+    }
+}

@@ -1,0 +1,116 @@
+//! Which nodes a policy is for, and how many of them may be configuring it at once.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Upstream's default `maxUnavailable`.
+pub const DEFAULT_MAX_UNAVAILABLE: &str = "50%";
+
+/// Whether a node with `labels` matches the policy's `nodeSelector` (a plain key/value map; no
+/// selector matches every node).
+pub fn matches(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
+    let Some(selector) = selector.as_object() else {
+        return true;
+    };
+    selector.iter().all(|(k, v)| {
+        v.as_str()
+            .is_some_and(|v| labels.get(k).map(String::as_str) == Some(v))
+    })
+}
+
+/// `maxUnavailable` (an integer, or a percentage of `matching` rounded up) as a node count: at
+/// least 1, so that a policy always makes progress. A value that is neither is an error for the
+/// enactment's message.
+pub fn max_unavailable(value: &Value, matching: usize) -> Result<usize, String> {
+    let limit = match value {
+        Value::Null => percent(DEFAULT_MAX_UNAVAILABLE, matching)?,
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("maxUnavailable {n}: not a count of nodes"))?,
+        Value::String(s) if s.ends_with('%') => percent(s, matching)?,
+        Value::String(s) => s
+            .parse()
+            .map_err(|_| format!("maxUnavailable {s:?}: neither a count nor a percentage"))?,
+        other => {
+            return Err(format!(
+                "maxUnavailable {other}: neither a count nor a percentage"
+            ))
+        }
+    };
+    Ok(limit.max(1))
+}
+
+fn percent(text: &str, matching: usize) -> Result<usize, String> {
+    let number = text.trim_end_matches('%');
+    let pct: usize = number
+        .parse()
+        .ok()
+        .filter(|p| *p <= 100)
+        .ok_or_else(|| format!("maxUnavailable {text:?}: not a percentage from 0% to 100%"))?;
+    Ok((matching * pct).div_ceil(100))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn no_selector_matches_every_node() {
+        assert!(matches(&Value::Null, &labels(&[])));
+        assert!(matches(&json!({}), &labels(&[("a", "b")])));
+    }
+
+    #[test]
+    fn every_pair_of_the_selector_must_be_on_the_node() {
+        let selector = json!({"kubernetes.io/hostname": "node01", "role": "edge"});
+        assert!(matches(
+            &selector,
+            &labels(&[
+                ("kubernetes.io/hostname", "node01"),
+                ("role", "edge"),
+                ("x", "y")
+            ])
+        ));
+        assert!(!matches(
+            &selector,
+            &labels(&[("kubernetes.io/hostname", "node01")])
+        ));
+        assert!(!matches(
+            &selector,
+            &labels(&[("kubernetes.io/hostname", "node02"), ("role", "edge")])
+        ));
+    }
+
+    #[test]
+    fn the_default_is_half_of_the_nodes_rounded_up() {
+        assert_eq!(max_unavailable(&Value::Null, 2), Ok(1));
+        assert_eq!(max_unavailable(&Value::Null, 3), Ok(2));
+        assert_eq!(max_unavailable(&Value::Null, 0), Ok(1));
+    }
+
+    #[test]
+    fn counts_and_percentages_are_read_as_upstream_does() {
+        assert_eq!(max_unavailable(&json!(1), 10), Ok(1));
+        assert_eq!(max_unavailable(&json!("3"), 10), Ok(3));
+        assert_eq!(max_unavailable(&json!("10%"), 15), Ok(2));
+        assert_eq!(max_unavailable(&json!(0), 10), Ok(1));
+    }
+
+    #[test]
+    fn a_value_that_is_no_count_is_refused() {
+        assert!(max_unavailable(&json!("half"), 4).is_err());
+        assert!(max_unavailable(&json!("150%"), 4).is_err());
+        assert!(max_unavailable(&json!(-1), 4).is_err());
+    }
+}

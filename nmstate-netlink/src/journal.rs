@@ -1,0 +1,96 @@
+//! The journal: the snapshot of everything an apply will change, written (atomically, synced)
+//! before the first change and removed once the change is kept or undone. A journal found at
+//! start means a process died mid-apply: [`crate::recover`] puts the node back from it.
+
+use std::path::{Path, PathBuf};
+
+use cni_common::state::StateDir;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Snapshot;
+use crate::Error;
+
+/// The journal format's version; a journal of another version is not guessed at.
+const VERSION: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Content {
+    version: u32,
+    snapshot: Snapshot,
+}
+
+/// A journal file.
+#[derive(Debug, Clone)]
+pub(crate) struct Journal {
+    path: PathBuf,
+}
+
+impl Journal {
+    pub(crate) fn at(path: &Path) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+        }
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> Error {
+        Error::Journal {
+            path: self.path.display().to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Its directory as a state directory (durable writes) and its file name.
+    fn parts(&self) -> Result<(StateDir, String), Error> {
+        let name = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| self.error("not a file path"))?;
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Ok((StateDir::new(dir), name.to_string()))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn exists(&self) -> bool {
+        self.path.exists()
+    }
+
+    pub(crate) fn write(&self, snapshot: &Snapshot) -> Result<(), Error> {
+        let (dir, name) = self.parts()?;
+        let content = Content {
+            version: VERSION,
+            snapshot: snapshot.clone(),
+        };
+        dir.write(&name, &content).map_err(|e| self.error(e))
+    }
+
+    pub(crate) fn read(&self) -> Result<Option<Snapshot>, Error> {
+        let (dir, name) = self.parts()?;
+        let Some(raw) = dir
+            .read::<serde_json::Value>(&name)
+            .map_err(|e| self.error(e))?
+        else {
+            return Ok(None);
+        };
+        let version = raw.get("version").and_then(serde_json::Value::as_u64);
+        if version != Some(u64::from(VERSION)) {
+            return Err(self.error(format!(
+                "version {version:?} is not {VERSION}: not restored"
+            )));
+        }
+        let content: Content = serde_json::from_value(raw).map_err(|e| self.error(e))?;
+        Ok(Some(content.snapshot))
+    }
+
+    pub(crate) fn remove(&self) -> Result<(), Error> {
+        let (dir, name) = self.parts()?;
+        dir.remove(&name).map_err(|e| self.error(e))
+    }
+}

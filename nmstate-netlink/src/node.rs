@@ -1,0 +1,193 @@
+//! The node as the kernel has it: every link with what this crate can change on it, and the
+//! routes. Read in one go, before planning, after applying (to verify) and for the report.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use cni_common::mac::MacAddr;
+use cni_common::netlink::{
+    BondSettings, BridgePortSettings, BridgeSettings, LinkDetails, Netlink, PortVlan, RouteInfo,
+};
+use ipnetwork::IpNetwork;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// RTPROT_KERNEL: routes the kernel derives from addresses; they come and go with them.
+pub(crate) const PROTO_KERNEL: u8 = 2;
+/// The local table: the kernel's own routes to the node's addresses.
+const TABLE_LOCAL: u32 = 255;
+
+/// What kind of link, as far as this crate cares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Kind {
+    /// A kind-less link with a MAC: a NIC.
+    Ethernet,
+    Veth,
+    Bridge,
+    Bond,
+    Vlan,
+    Dummy,
+    Loopback,
+    Other(String),
+}
+
+impl Kind {
+    fn of(details: &LinkDetails) -> Kind {
+        match details.link.kind.as_deref() {
+            Some("veth") => Kind::Veth,
+            Some("bridge") => Kind::Bridge,
+            Some("bond") => Kind::Bond,
+            Some("vlan") => Kind::Vlan,
+            Some("dummy") => Kind::Dummy,
+            Some(other) => Kind::Other(other.to_string()),
+            None if details.link.name == "lo" => Kind::Loopback,
+            None => Kind::Ethernet,
+        }
+    }
+
+    /// The kernel's name for it (`ip link add type <kind>`).
+    pub(crate) fn kernel_name(&self) -> &str {
+        match self {
+            Kind::Ethernet => "ethernet",
+            Kind::Veth => "veth",
+            Kind::Bridge => "bridge",
+            Kind::Bond => "bond",
+            Kind::Vlan => "vlan",
+            Kind::Dummy => "dummy",
+            Kind::Loopback => "loopback",
+            Kind::Other(k) => k,
+        }
+    }
+}
+
+/// One link as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LinkState {
+    pub index: u32,
+    pub name: String,
+    pub kind: Kind,
+    pub mtu: u32,
+    pub mac: Option<MacAddr>,
+    /// IFLA_IFALIAS, None when empty.
+    pub alias: Option<String>,
+    pub up: bool,
+    pub master: Option<String>,
+    /// The veth peer's name when it is in this namespace.
+    pub veth_peer: Option<String>,
+    /// The peer (veth) or parent is in another namespace: a pod's veth.
+    pub foreign_peer: bool,
+    /// A VLAN link's base and ID.
+    pub vlan: Option<(String, u16)>,
+    pub addresses: Vec<IpNetwork>,
+    pub bridge: Option<BridgeSettings>,
+    pub port: Option<BridgePortSettings>,
+    /// A port's VLANs, when its bridge filters VLANs.
+    pub port_vlans: Option<Vec<PortVlan>>,
+    pub bond: Option<BondSettings>,
+}
+
+/// One route as it is, its link by name (indexes change when a link is re-created).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RouteState {
+    pub dst: IpNetwork,
+    pub gw: Option<IpAddr>,
+    pub oif: Option<String>,
+    pub table: u32,
+    pub metric: Option<u32>,
+    pub protocol: u8,
+    pub scope: u8,
+}
+
+/// The node: links by name, routes (the local table left out).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NodeState {
+    pub links: BTreeMap<String, LinkState>,
+    pub routes: Vec<RouteState>,
+}
+
+impl NodeState {
+    pub(crate) fn read(nl: &Netlink) -> Result<NodeState, Error> {
+        let read_err = |e: cni_common::Error| Error::Read(e.to_string());
+        let details = nl.link_list_details().map_err(read_err)?;
+        let names: BTreeMap<u32, String> = details
+            .iter()
+            .map(|d| (d.link.index, d.link.name.clone()))
+            .collect();
+        let filtering: Vec<u32> = details
+            .iter()
+            .filter(|d| d.bridge.and_then(|b| b.vlan_filtering) == Some(true))
+            .map(|d| d.link.index)
+            .collect();
+        let mut links = BTreeMap::new();
+        for d in &details {
+            let kind = Kind::of(d);
+            let foreign_peer = d.peer_netnsid.is_some();
+            let master = d.link.master.and_then(|m| names.get(&m).cloned());
+            let peer = d.link.link.and_then(|l| names.get(&l).cloned());
+            let port_vlans = match d.link.master {
+                Some(m) if filtering.contains(&m) => {
+                    Some(nl.bridge_vlan_show(d.link.index).map_err(read_err)?)
+                }
+                _ => None,
+            };
+            let state = LinkState {
+                index: d.link.index,
+                name: d.link.name.clone(),
+                mtu: d.link.mtu,
+                mac: d.link.mac,
+                alias: d.link.alias.clone().filter(|a| !a.is_empty()),
+                up: d.link.up,
+                master,
+                veth_peer: (kind == Kind::Veth && !foreign_peer)
+                    .then(|| peer.clone())
+                    .flatten(),
+                foreign_peer,
+                vlan: match (kind == Kind::Vlan, d.vlan_id, &peer) {
+                    (true, Some(id), Some(base)) if !foreign_peer => Some((base.clone(), id)),
+                    _ => None,
+                },
+                addresses: nl.addr_list(d.link.index).map_err(read_err)?,
+                bridge: d.bridge,
+                port: d.bridge_port,
+                port_vlans,
+                bond: d.bond,
+                kind,
+            };
+            links.insert(state.name.clone(), state);
+        }
+        let routes = nl
+            .route_list_all()
+            .map_err(read_err)?
+            .into_iter()
+            .filter(|r| r.table != TABLE_LOCAL)
+            .map(|r: RouteInfo| RouteState {
+                dst: r.dst,
+                gw: r.gw,
+                oif: r.oif.and_then(|i| names.get(&i).cloned()),
+                table: r.table,
+                metric: r.metric,
+                protocol: r.protocol,
+                scope: r.scope,
+            })
+            .collect();
+        Ok(NodeState { links, routes })
+    }
+
+    /// Links that are pods' ends: veths whose peer is in another namespace.
+    pub(crate) fn is_pod_link(&self, name: &str) -> bool {
+        self.links
+            .get(name)
+            .is_some_and(|l| l.kind == Kind::Veth && l.foreign_peer)
+    }
+
+    /// The links enslaved to `master`.
+    pub(crate) fn ports_of(&self, master: &str) -> Vec<String> {
+        self.links
+            .values()
+            .filter(|l| l.master.as_deref() == Some(master))
+            .map(|l| l.name.clone())
+            .collect()
+    }
+}

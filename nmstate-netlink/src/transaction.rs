@@ -1,0 +1,156 @@
+//! An apply as a transaction: plan and check, journal, change, verify; on any failure put the
+//! node back from the snapshot. [`Applied`] holds the change until it is kept or undone.
+
+use std::fmt;
+use std::path::Path;
+
+use cni_common::netlink::Netlink;
+
+use crate::converge::Converge;
+use crate::journal::Journal;
+use crate::node::NodeState;
+use crate::plan::{plan, Snapshot};
+use crate::verify::mismatches;
+use crate::{DesiredState, Error};
+
+/// An applied desired state, not yet kept: [`Applied::commit`] keeps it, [`Applied::rollback`]
+/// undoes it. Dropping it does neither and leaves the journal, as a crash would, for
+/// [`recover`] to undo.
+pub struct Applied {
+    nl: Netlink,
+    journal: Journal,
+    snapshot: Snapshot,
+    steps: Vec<String>,
+}
+
+impl fmt::Debug for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Applied")
+            .field("journal", &self.journal)
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Applied {
+    /// Keeps the change: removes the journal.
+    pub fn commit(self) -> Result<(), Error> {
+        self.journal.remove()?;
+        tracing::info!(steps = self.steps.len(), "network change committed");
+        Ok(())
+    }
+
+    /// Puts the node back as the journal says (used when a probe fails after apply), removes
+    /// the journal.
+    pub fn rollback(self) -> Result<(), Error> {
+        match restore(&self.nl, &self.snapshot) {
+            Ok(_) => self.journal.remove(),
+            Err(rollback) => Err(Error::RollbackFailed {
+                cause: "rolling back on request".to_string(),
+                rollback,
+            }),
+        }
+    }
+
+    /// What changed, one line per step, for logs and the enactment message.
+    pub fn summary(&self) -> String {
+        if self.steps.is_empty() {
+            "nothing to change".to_string()
+        } else {
+            self.steps.join("\n")
+        }
+    }
+}
+
+/// Applies `desired` in the calling thread's network namespace. See the crate's documentation
+/// for the guarantees.
+pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
+    let journal = Journal::at(journal);
+    if journal.exists() {
+        return Err(Error::Refused(format!(
+            "the journal of an unfinished apply is at {}: recover it first",
+            journal.path().display()
+        )));
+    }
+    let nl = Netlink::current().map_err(|e| Error::Read(e.to_string()))?;
+    let node = NodeState::read(&nl)?;
+    let plan = plan(desired, &node)?;
+    journal.write(&plan.snapshot)?;
+    let mut walk = Converge::new(&nl);
+    let result = walk
+        .run(&plan.targets, &plan.routes)
+        .and_then(|()| check(&nl, &plan.targets, &plan.routes));
+    let steps = std::mem::take(&mut walk.steps);
+    let cause = match result {
+        Ok(()) => {
+            return Ok(Applied {
+                nl,
+                journal,
+                snapshot: plan.snapshot,
+                steps,
+            })
+        }
+        Err(cause) => cause,
+    };
+    tracing::warn!(%cause, changed = steps.len(), "apply failed");
+    if steps.is_empty() {
+        journal.remove()?;
+        return Err(Error::Refused(cause));
+    }
+    match restore(&nl, &plan.snapshot) {
+        Ok(_) => {
+            journal.remove()?;
+            Err(Error::Failed { cause })
+        }
+        Err(rollback) => Err(Error::RollbackFailed { cause, rollback }),
+    }
+}
+
+/// At start: when a journal is left by a process killed mid-apply, restore it and remove it.
+/// Ok(None) when there was none.
+pub fn recover(journal: &Path) -> Result<Option<String>, Error> {
+    let journal = Journal::at(journal);
+    let Some(snapshot) = journal.read()? else {
+        return Ok(None);
+    };
+    let nl = Netlink::current().map_err(|e| Error::Read(e.to_string()))?;
+    match restore(&nl, &snapshot) {
+        Ok(steps) => {
+            journal.remove()?;
+            let what = if steps.is_empty() {
+                "nothing had changed".to_string()
+            } else {
+                steps.join("\n")
+            };
+            tracing::info!(restored = %what, "recovered an unfinished network change");
+            Ok(Some(what))
+        }
+        Err(rollback) => Err(Error::RollbackFailed {
+            cause: "recovering an unfinished apply".to_string(),
+            rollback,
+        }),
+    }
+}
+
+/// Reads the node back and compares it with the targets.
+fn check(
+    nl: &Netlink,
+    targets: &[crate::target::LinkTarget],
+    routes: &crate::target::RouteGoal,
+) -> Result<(), String> {
+    let node = NodeState::read(nl).map_err(|e| e.to_string())?;
+    let wrong = mismatches(&node, targets, routes);
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("verification failed: {}", wrong.join("; ")))
+    }
+}
+
+/// Walks the node back to the snapshot and verifies it; the steps taken.
+fn restore(nl: &Netlink, snapshot: &Snapshot) -> Result<Vec<String>, String> {
+    let mut walk = Converge::new(nl);
+    walk.run(&snapshot.links, &snapshot.routes)?;
+    check(nl, &snapshot.links, &snapshot.routes)?;
+    Ok(walk.steps)
+}
