@@ -113,10 +113,13 @@ impl Cli {
                     return diff_cr(&input, mac_prefix, &Settings::from_env());
                 }
                 let previous = previous.as_deref().map(read_file).transpose()?;
+                // Offline there is no other kubernetes-nmstate to find: `--diff` reads the
+                // cluster for that.
                 let cluster = ClusterInfo {
                     openshift,
                     cert_manager,
                     monitoring,
+                    foreign_nmstate: None,
                 };
                 let out = render_cr(
                     &input,

@@ -5,12 +5,21 @@
 //!   without cert-manager (and without OpenShift's service CA) that component is not deployed
 //!   and the status says why;
 //! - OpenShift: its service CA signs that certificate instead;
-//! - the Prometheus operator: the operator's ServiceMonitor and PrometheusRule are rendered.
+//! - the Prometheus operator: the operator's ServiceMonitor and PrometheusRule are rendered;
+//! - kubernetes-nmstate installed by other means (its own operator, its manifests): then
+//!   `nmstate` renders nothing, as two handlers would apply the same policies to a node at
+//!   once, and the status says why.
 
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::ListParams;
 use kube::{Api, Client};
 
+use crate::apply::UPSTREAM_MANAGED_BY_VALUE;
 use crate::error::{Error, Result};
+use crate::labels;
+use crate::render::nmstate::{DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD};
 
 /// CRDs whose presence means cert-manager serves Certificates and Issuers.
 pub const CERT_MANAGER_CRDS: [&str; 2] =
@@ -34,6 +43,32 @@ pub struct ClusterInfo {
     pub cert_manager: bool,
     /// The Prometheus operator's ServiceMonitor and PrometheusRule are served.
     pub monitoring: bool,
+    /// kubernetes-nmstate runs here, installed by something other than a NetworkAddonsConfig.
+    pub foreign_nmstate: Option<ForeignNmstate>,
+}
+
+/// What shows that kubernetes-nmstate is installed by something other than a
+/// NetworkAddonsConfig.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForeignNmstate {
+    /// Its policy CRD exists without the labels a NetworkAddonsConfig's operator puts on it.
+    PolicyCrd,
+    /// A handler DaemonSet runs outside the operand namespace, or in it without those labels.
+    Handler,
+}
+
+impl ForeignNmstate {
+    /// What was found, for the status.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ForeignNmstate::PolicyCrd => {
+                "the CustomResourceDefinition nodenetworkconfigurationpolicies.nmstate.io was not created by a NetworkAddonsConfig"
+            }
+            ForeignNmstate::Handler => {
+                "a DaemonSet nmstate-handler not managed by a NetworkAddonsConfig runs"
+            }
+        }
+    }
 }
 
 impl ClusterInfo {
@@ -44,6 +79,7 @@ impl ClusterInfo {
         openshift: false,
         cert_manager: true,
         monitoring: true,
+        foreign_nmstate: None,
     };
 
     /// Whether a webhook can get a serving certificate here (OpenShift's service CA or
@@ -52,15 +88,65 @@ impl ClusterInfo {
         self.openshift || self.cert_manager
     }
 
-    /// Reads which of the CRDs above exist.
-    pub async fn detect(client: &Client) -> Result<ClusterInfo> {
+    /// Reads which of the CRDs above exist, and whether kubernetes-nmstate runs without a
+    /// NetworkAddonsConfig (`namespace`: the operand namespace, where ours runs).
+    pub async fn detect(client: &Client, namespace: &str) -> Result<ClusterInfo> {
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let policy_crd = crds.get_opt(NMSTATE_POLICY_CRD).await.map_err(|e| {
+            Error::wrap(
+                format!("read CustomResourceDefinition {NMSTATE_POLICY_CRD}"),
+                e,
+            )
+        })?;
+        let handlers = Api::<DaemonSet>::all(client.clone())
+            .list(&ListParams::default().fields(&format!("metadata.name={NMSTATE_HANDLER}")))
+            .await
+            .map_err(|e| Error::wrap(format!("list DaemonSets {NMSTATE_HANDLER}"), e))?;
+        let handlers: Vec<ObjectMeta> = handlers.items.into_iter().map(|d| d.metadata).collect();
         Ok(ClusterInfo {
             openshift: exists(&crds, OPENSHIFT_CRD).await?,
             cert_manager: all_exist(&crds, &CERT_MANAGER_CRDS).await?,
             monitoring: all_exist(&crds, &MONITORING_CRDS).await?,
+            foreign_nmstate: foreign_nmstate(
+                policy_crd.as_ref().map(|c| &c.metadata),
+                &handlers,
+                namespace,
+            ),
         })
     }
+}
+
+/// Whether kubernetes-nmstate runs without a NetworkAddonsConfig, from its policy CRD and the
+/// DaemonSets named like its handler. A handler DaemonSet in the operand namespace made by a
+/// NetworkAddonsConfig's operator is ours to update (or, from the upstream operator, to adopt),
+/// and so is such a CRD; anything else belongs to another installation.
+pub fn foreign_nmstate(
+    policy_crd: Option<&ObjectMeta>,
+    handlers: &[ObjectMeta],
+    namespace: &str,
+) -> Option<ForeignNmstate> {
+    if policy_crd.is_some_and(|crd| !made_by_a_config(crd)) {
+        return Some(ForeignNmstate::PolicyCrd);
+    }
+    let ours =
+        |ds: &&ObjectMeta| ds.namespace.as_deref() == Some(namespace) && made_by_a_config(ds);
+    if handlers.iter().any(|ds| !ours(&ds)) {
+        return Some(ForeignNmstate::Handler);
+    }
+    None
+}
+
+/// Whether this operator or the upstream one (which deployed kubernetes-nmstate in its older
+/// releases) made the object: its managed-by label, or the version label both stamp on
+/// everything. kubernetes-nmstate's own operator sets neither.
+fn made_by_a_config(meta: &ObjectMeta) -> bool {
+    let Some(l) = meta.labels.as_ref() else {
+        return false;
+    };
+    let managed_by = l.get(labels::MANAGED_BY).map(String::as_str);
+    managed_by == Some(labels::MANAGED_BY_VALUE)
+        || managed_by == Some(UPSTREAM_MANAGED_BY_VALUE)
+        || l.contains_key(labels::UPSTREAM_VERSION)
 }
 
 async fn all_exist(crds: &Api<CustomResourceDefinition>, names: &[&str]) -> Result<bool> {
@@ -77,4 +163,75 @@ async fn exists(crds: &Api<CustomResourceDefinition>, name: &str) -> Result<bool
         .await
         .map(|crd| crd.is_some())
         .map_err(|e| Error::wrap(format!("read CustomResourceDefinition {name}"), e))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const NS: &str = "cluster-network-addons";
+
+    fn meta(namespace: Option<&str>, labels: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("x".to_string()),
+            namespace: namespace.map(str::to_string),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn ours(namespace: Option<&str>) -> ObjectMeta {
+        meta(namespace, &[(labels::MANAGED_BY, labels::MANAGED_BY_VALUE)])
+    }
+
+    #[test]
+    fn nothing_of_kubernetes_nmstate_is_no_foreign_installation() {
+        assert_eq!(foreign_nmstate(None, &[], NS), None);
+    }
+
+    #[test]
+    fn our_own_crd_and_handler_are_no_foreign_installation() {
+        let crd = ours(None);
+        assert_eq!(foreign_nmstate(Some(&crd), &[ours(Some(NS))], NS), None);
+    }
+
+    #[test]
+    fn what_the_upstream_operator_deployed_is_ours_to_take_over() {
+        let crd = meta(None, &[(labels::UPSTREAM_VERSION, "0.79.0")]);
+        let handler = meta(Some(NS), &[(labels::MANAGED_BY, UPSTREAM_MANAGED_BY_VALUE)]);
+        assert_eq!(foreign_nmstate(Some(&crd), &[handler], NS), None);
+    }
+
+    #[test]
+    fn a_policy_crd_without_our_labels_is_a_foreign_installation() {
+        let crd = meta(None, &[("app", "kubernetes-nmstate")]);
+        assert_eq!(
+            foreign_nmstate(Some(&crd), &[], NS),
+            Some(ForeignNmstate::PolicyCrd)
+        );
+    }
+
+    #[test]
+    fn a_handler_in_another_namespace_is_a_foreign_installation_even_labelled_like_ours() {
+        let crd = ours(None);
+        assert_eq!(
+            foreign_nmstate(Some(&crd), &[ours(Some("nmstate"))], NS),
+            Some(ForeignNmstate::Handler)
+        );
+    }
+
+    #[test]
+    fn an_unlabelled_handler_in_the_operand_namespace_is_a_foreign_installation() {
+        assert_eq!(
+            foreign_nmstate(None, &[meta(Some(NS), &[])], NS),
+            Some(ForeignNmstate::Handler)
+        );
+    }
 }

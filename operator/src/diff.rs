@@ -68,7 +68,7 @@ pub async fn diff(
             )));
         }
     }
-    let cluster = ClusterInfo::detect(client).await?;
+    let cluster = ClusterInfo::detect(client, &settings.namespace).await?;
     let live_config = Api::<NetworkAddonsConfig>::all(client.clone())
         .get_opt(CONFIG_NAME)
         .await

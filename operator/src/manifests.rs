@@ -197,6 +197,7 @@ fn every_component() -> NetworkAddonsConfigSpec {
         multus_dynamic_networks: Some(Default::default()),
         kube_secondary_dns: Some(Default::default()),
         kubevirt_ipam_controller: Some(Default::default()),
+        nmstate: Some(Default::default()),
         ..NetworkAddonsConfigSpec::default()
     };
     fill_defaults(&all, None, [0, 0])

@@ -44,7 +44,7 @@ use crate::render::common::relationship_labels;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec, CONFIG_NAME};
-use crate::status::{self, ComponentHealth, Health, Report, Rollout, RolloutTracker};
+use crate::status::{self, Absent, ComponentHealth, Health, Report, Rollout, RolloutTracker};
 use crate::validate;
 
 /// The record of the last applied spec (defaults filled), upstream's name and key.
@@ -276,7 +276,7 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         )));
     };
     ctx.ours.set_owner(&owner.uid);
-    let cluster = match ClusterInfo::detect(&ctx.client).await {
+    let cluster = match ClusterInfo::detect(&ctx.client, &ctx.settings.namespace).await {
         Ok(c) => c,
         Err(e) => return fail(ctx, nac, "FailedToRender", e.to_string(), now).await,
     };
@@ -572,12 +572,15 @@ fn component_health(
         .collect();
     out.extend(
         applied
-            .not_deployed(cluster)
+            .withheld(cluster)
             .into_iter()
-            .map(|n| ComponentHealth {
-                key: n.component,
+            .map(|w| ComponentHealth {
+                key: w.component.key().to_string(),
                 progressing: Vec::new(),
-                not_deployed: Some(n.reason),
+                not_deployed: Some(Absent {
+                    reason: w.reason.to_string(),
+                    message: w.message,
+                }),
             }),
     );
     out

@@ -19,6 +19,8 @@ pub const OPENSHIFT_CNI_CONF_DIR: &str = "/etc/kubernetes/cni/net.d";
 /// How often the node agents collect what lost DELs left: often enough that a node rebooted
 /// or a runtime restarted is clean within minutes, rarely enough to cost nothing.
 pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(10 * 60);
+/// Upstream kubernetes-nmstate's probe timeout.
+pub const DEFAULT_NMSTATE_PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a rollout may go without any change of its status before it counts as hung.
 pub const DEFAULT_PROGRESS_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -77,6 +79,9 @@ pub struct Settings {
     /// any change of its status before the configuration is Degraded (`RolloutHung`). Rollouts
     /// waiting for images that cannot be pulled, or for nodes that are down, never count.
     pub progress_timeout: Duration,
+    /// `NMSTATE_PROBE_TIMEOUT` (a duration): how long the nmstate handler's probes may take to
+    /// pass after an apply before it is rolled back (upstream's fixed 120 s by default).
+    pub nmstate_probe_timeout: Duration,
     /// `POD_NAME` (else `HOSTNAME`): names this operator in its events (`reportingInstance`).
     pub pod_name: String,
 }
@@ -113,6 +118,7 @@ impl Settings {
             cri_socket: String::new(),
             gc_interval: DEFAULT_GC_INTERVAL,
             progress_timeout: DEFAULT_PROGRESS_TIMEOUT,
+            nmstate_probe_timeout: DEFAULT_NMSTATE_PROBE_TIMEOUT,
             pod_name: String::new(),
         }
         .with_upstream_image_defaults()
@@ -174,6 +180,16 @@ impl Settings {
                     tracing::warn!("GC_INTERVAL: {e}; the default {DEFAULT_GC_INTERVAL:?} is used")
                 }
                 Err(_) => {}
+            }
+        }
+        if let Ok(v) = env::var("NMSTATE_PROBE_TIMEOUT") {
+            match parse_go_duration(&v) {
+                Ok(timeout) if !timeout.is_zero() => s.nmstate_probe_timeout = timeout,
+                _ if v.is_empty() => {}
+                _ => tracing::warn!(
+                    "NMSTATE_PROBE_TIMEOUT={v:?} is not a positive duration; the default \
+                     {DEFAULT_NMSTATE_PROBE_TIMEOUT:?} is used"
+                ),
             }
         }
         if let Ok(v) = env::var("PROGRESS_TIMEOUT") {
@@ -244,6 +260,10 @@ impl Settings {
             (
                 "PROGRESS_TIMEOUT",
                 EnvValue::Literal(format_duration(self.progress_timeout)),
+            ),
+            (
+                "NMSTATE_PROBE_TIMEOUT",
+                EnvValue::Literal(format_duration(self.nmstate_probe_timeout)),
             ),
         ]
     }

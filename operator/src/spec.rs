@@ -41,7 +41,8 @@ pub struct NetworkAddonsConfigSpec {
     pub kube_mac_pool: Option<KubeMacPool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ovs: Option<Ovs>,
-    /// Kept for API compatibility only: kubernetes-nmstate has its own operator.
+    /// kubernetes-nmstate's API (its three `nmstate.io` CRDs) served by our handler on every
+    /// node, unless kubernetes-nmstate is already installed by other means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nmstate: Option<NMState>,
     #[serde(
@@ -284,18 +285,20 @@ pub enum Component {
     LinuxBridge,
     KubeMacPool,
     Ovs,
+    Nmstate,
     Macvtap,
     KubeSecondaryDns,
     KubevirtIpamController,
 }
 
 impl Component {
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Multus,
         Component::MultusDynamicNetworks,
         Component::LinuxBridge,
         Component::KubeMacPool,
         Component::Ovs,
+        Component::Nmstate,
         Component::Macvtap,
         Component::KubeSecondaryDns,
         Component::KubevirtIpamController,
@@ -309,6 +312,7 @@ impl Component {
             Component::LinuxBridge => "linuxBridge",
             Component::KubeMacPool => "kubeMacPool",
             Component::Ovs => "ovs",
+            Component::Nmstate => "nmstate",
             Component::Macvtap => "macvtap",
             Component::KubeSecondaryDns => "kubeSecondaryDNS",
             Component::KubevirtIpamController => "kubevirtIpamController",
@@ -331,6 +335,7 @@ impl NetworkAddonsConfigSpec {
                 Component::LinuxBridge => self.linux_bridge.is_some(),
                 Component::KubeMacPool => self.kube_mac_pool.is_some(),
                 Component::Ovs => self.ovs.is_some(),
+                Component::Nmstate => self.nmstate.is_some(),
                 Component::Macvtap => self.macvtap.is_some(),
                 Component::KubeSecondaryDns => self.kube_secondary_dns.is_some(),
                 Component::KubevirtIpamController => self.kubevirt_ipam_controller.is_some(),
@@ -347,49 +352,91 @@ impl NetworkAddonsConfigSpec {
                 Component::Multus | Component::MultusDynamicNetworks | Component::Macvtap => {
                     !cluster.openshift
                 }
+                // Two handlers would apply the same policies to a node at once.
+                Component::Nmstate => cluster.foreign_nmstate.is_none(),
                 _ => true,
             })
             .collect()
     }
 
-    /// What the spec asks for that this operator does not deploy on `cluster`, and why.
+    /// What the spec asks for that this operator does not deploy on `cluster`, and why: the
+    /// status's `notDeployed` list.
     pub fn not_deployed(&self, cluster: &ClusterInfo) -> Vec<NotDeployed> {
+        self.withheld(cluster)
+            .into_iter()
+            .map(|w| NotDeployed {
+                component: w.component.key().to_string(),
+                reason: w.message,
+            })
+            .collect()
+    }
+
+    /// Each component the spec turns on that is not deployed on `cluster`, with the reason its
+    /// own condition gives and the explanation.
+    pub fn withheld(&self, cluster: &ClusterInfo) -> Vec<Withheld> {
+        let on = self.components();
         let mut out = Vec::new();
-        let mut note = |on: bool, component: &str, reason: &str| {
-            if on {
-                out.push(NotDeployed {
-                    component: component.to_string(),
-                    reason: reason.to_string(),
+        let mut note = |component: Component, when: bool, reason: &'static str, message: &str| {
+            if when && on.contains(&component) {
+                out.push(Withheld {
+                    component,
+                    reason,
+                    message: message.to_string(),
                 });
             }
         };
         // Upstream refuses these on OpenShift (its network operator runs multus itself); here
         // the rest of the configuration still applies.
         note(
-            self.multus.is_some() && cluster.openshift,
-            "multus",
+            Component::Multus,
+            cluster.openshift,
+            NOT_DEPLOYED,
             "not deployed on OpenShift: its cluster network operator runs multus",
         );
         note(
-            self.multus_dynamic_networks.is_some() && cluster.openshift,
-            "multusDynamicNetworks",
+            Component::MultusDynamicNetworks,
+            cluster.openshift,
+            NOT_DEPLOYED,
             "not supported on OpenShift",
         );
         note(
-            self.macvtap.is_some() && cluster.openshift,
-            "macvtap",
+            Component::Macvtap,
+            cluster.openshift,
+            NOT_DEPLOYED,
             "not supported on OpenShift",
         );
         note(
-            self.kubevirt_ipam_controller.is_some() && !cluster.issues_serving_certificates(),
-            "kubevirtIpamController",
+            Component::KubevirtIpamController,
+            !cluster.issues_serving_certificates(),
+            NOT_DEPLOYED,
             "its webhook needs a serving certificate, which cert-manager issues on clusters without OpenShift's service CA: install cert-manager (no certificates.cert-manager.io and issuers.cert-manager.io here) and it is deployed",
         );
-        note(
-            self.nmstate.is_some(),
-            "nmstate",
-            "not deployed, as the upstream operator no longer deploys it: install kubernetes-nmstate with its own operator (see its release notes)",
-        );
+        if let Some(foreign) = cluster.foreign_nmstate {
+            note(
+                Component::Nmstate,
+                true,
+                UPSTREAM_INSTALLED,
+                &format!(
+                    "kubernetes-nmstate is already installed ({}); it keeps serving the policies, and ours is deployed once it is removed",
+                    foreign.describe()
+                ),
+            );
+        }
         out
     }
+}
+
+/// The reason of a component's condition when it cannot be deployed on this cluster.
+pub const NOT_DEPLOYED: &str = "NotDeployed";
+/// The reason of a component's condition when another installation of it already runs.
+pub const UPSTREAM_INSTALLED: &str = "UpstreamInstalled";
+
+/// A component the spec turns on and this operator does not deploy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Withheld {
+    pub component: Component,
+    /// The reason of its condition: [`NOT_DEPLOYED`] or [`UPSTREAM_INSTALLED`].
+    pub reason: &'static str,
+    /// Why, for people: the condition's message and the `notDeployed` entry.
+    pub message: String,
 }

@@ -80,7 +80,15 @@ pub struct ComponentHealth {
     /// Its DaemonSets and Deployments still rolling out, one line each.
     pub progressing: Vec<String>,
     /// Why it is not deployed at all, when it is not.
-    pub not_deployed: Option<String>,
+    pub not_deployed: Option<Absent>,
+}
+
+/// Why a component the spec turns on is not deployed: its condition's reason
+/// (`NotDeployed`, `UpstreamInstalled`) and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Absent {
+    pub reason: String,
+    pub message: String,
 }
 
 /// The type of a component's own condition: `LinuxBridgeAvailable` for `linuxBridge`, so
@@ -104,7 +112,7 @@ fn component_conditions(components: &[ComponentHealth]) -> Vec<(String, (String,
         .iter()
         .map(|c| {
             let value = match (&c.not_deployed, c.progressing.is_empty()) {
-                (Some(why), _) => cond(false, "NotDeployed", why),
+                (Some(why), _) => cond(false, &why.reason, &why.message),
                 (None, false) => cond(false, "Deploying", &c.progressing.join("\n")),
                 (None, true) => cond(true, "AsExpected", ""),
             };
@@ -650,7 +658,10 @@ mod tests {
         ComponentHealth {
             key: key.to_string(),
             progressing: progressing.iter().map(|s| s.to_string()).collect(),
-            not_deployed: not_deployed.map(str::to_string),
+            not_deployed: not_deployed.map(|reason| Absent {
+                reason: reason.to_string(),
+                message: format!("because {reason}"),
+            }),
         }
     }
 
@@ -667,7 +678,8 @@ mod tests {
         r.components = Some(vec![
             component("linuxBridge", &[], None),
             component("ovs", &[line], None),
-            component("nmstate", &[], Some("installed by its own operator")),
+            component("macvtap", &[], Some("NotDeployed")),
+            component("nmstate", &[], Some("UpstreamInstalled")),
         ]);
         let next = next_status(&NetworkAddonsConfigStatus::default(), &r);
         let bridge = condition(&next, "LinuxBridgeAvailable");
@@ -681,11 +693,17 @@ mod tests {
             ("False", "Deploying")
         );
         assert_eq!(ovs.message, line);
+        let macvtap = condition(&next, "MacvtapAvailable");
+        assert_eq!(
+            (macvtap.status.as_str(), macvtap.reason.as_str()),
+            ("False", "NotDeployed")
+        );
         let nmstate = condition(&next, "NmstateAvailable");
         assert_eq!(
             (nmstate.status.as_str(), nmstate.reason.as_str()),
-            ("False", "NotDeployed")
+            ("False", "UpstreamInstalled")
         );
+        assert_eq!(nmstate.message, "because UpstreamInstalled");
     }
 
     #[test]
@@ -1071,7 +1089,7 @@ mod tests {
         let before = NetworkAddonsConfigStatus {
             observed_version: Some("0.9".to_string()),
             not_deployed: vec![NotDeployed {
-                component: "nmstate".to_string(),
+                component: "macvtap".to_string(),
                 reason: "r".to_string(),
             }],
             ..Default::default()

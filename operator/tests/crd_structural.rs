@@ -5,9 +5,14 @@
 //! `enum`'s values makes 1.20 refuse the whole CRD.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
+use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::crd::crd;
+use network_addons_operator::defaults::fill_defaults;
+use network_addons_operator::render::render;
+use network_addons_operator::settings::Settings;
+use network_addons_operator::spec::NetworkAddonsConfig;
 use serde_json::Value;
 
 /// Checks the schemas under a node's anyOf, oneOf, allOf and not.
@@ -182,6 +187,53 @@ fn every_version_has_a_structural_schema_kubernetes_1_20_accepts() {
             );
         }
         problems(root, &version.name, &mut out);
+    }
+    assert!(out.is_empty(), "{}", out.join("\n"));
+}
+
+/// The CRDs the components install (nmstate's, multus's, the IPAM controller's), rendered for
+/// the upstream README's full example plus nmstate.
+fn rendered_crds() -> Vec<CustomResourceDefinition> {
+    let mut cr: NetworkAddonsConfig = serde_saphyr::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/full.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    cr.spec.nmstate = Some(Default::default());
+    let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
+    render(
+        &applied,
+        &Settings::defaults(),
+        &ClusterInfo::WITH_CERT_MANAGER,
+    )
+    .unwrap()
+    .into_iter()
+    .filter(|r| r.object["kind"] == "CustomResourceDefinition")
+    .map(|r| serde_json::from_value(r.object).unwrap())
+    .collect()
+}
+
+#[test]
+fn every_rendered_crd_has_structural_schemas_kubernetes_1_20_accepts() {
+    let crds = rendered_crds();
+    assert!(crds.len() >= 5, "{}", crds.len());
+    let mut out = Vec::new();
+    for crd in &crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        assert_eq!(
+            crd.spec.versions.iter().filter(|v| v.storage).count(),
+            1,
+            "{name}: one storage version"
+        );
+        for version in &crd.spec.versions {
+            let root = version
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .unwrap();
+            assert_eq!(root.type_.as_deref(), Some("object"), "{name}");
+            problems(root, &format!("{name} {}", version.name), &mut out);
+        }
     }
     assert!(out.is_empty(), "{}", out.join("\n"));
 }

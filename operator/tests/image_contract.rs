@@ -16,7 +16,7 @@ fn repo_file(path: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)).unwrap()
 }
 
-/// (command, args) of every container and init container of `object` using `image`.
+/// The command and args of every container and init container of `object` using `image`.
 fn commands_of(object: &Value, image: &str) -> Vec<Vec<String>> {
     let pod = &object["spec"]["template"]["spec"];
     ["initContainers", "containers"]
@@ -24,35 +24,51 @@ fn commands_of(object: &Value, image: &str) -> Vec<Vec<String>> {
         .filter_map(|k| pod[*k].as_array())
         .flatten()
         .filter(|c| c["image"] == image)
-        .map(|c| serde_json::from_value(c["command"].clone()).unwrap())
+        .map(|c| {
+            let mut words: Vec<String> = serde_json::from_value(c["command"].clone()).unwrap();
+            if let Some(args) = c["args"].as_array() {
+                words.extend(args.iter().map(|a| a.as_str().unwrap().to_string()));
+            }
+            words
+        })
         .collect()
+}
+
+/// The seed's full config, with the nmstate handler too.
+fn full_config() -> NetworkAddonsConfig {
+    let mut cr: NetworkAddonsConfig =
+        serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
+    cr.spec.nmstate = Some(Default::default());
+    cr
 }
 
 #[test]
 fn every_installer_command_rendered_parses_with_the_installer() {
-    let settings = Settings::defaults();
-    let cr: NetworkAddonsConfig =
-        serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
-    let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
-    let mut checked = 0;
-    for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
-        for command in commands_of(&r.object, &settings.plugins_image) {
-            assert_eq!(command[0], "/cni-installer", "{command:?}");
-            cni_installer::cli::parse(&command[1..], Some("node-1"))
-                .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-            checked += 1;
+    // The handler's probe timeout is rendered only when it is not the default.
+    let short_probes = Settings {
+        nmstate_probe_timeout: std::time::Duration::from_secs(15),
+        ..Settings::defaults()
+    };
+    for settings in [Settings::defaults(), short_probes] {
+        let applied = fill_defaults(&full_config().spec, None, [0x4a, 0xbe]);
+        let mut checked = 0;
+        for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
+            for command in commands_of(&r.object, &settings.plugins_image) {
+                assert_eq!(command[0], "/cni-installer", "{command:?}");
+                cni_installer::cli::parse(&command[1..], Some("node-1"))
+                    .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+                checked += 1;
+            }
         }
+        // linuxBridge, ovs: install + run; macvtap: install; nmstate: the handler.
+        assert_eq!(checked, 6);
     }
-    // linuxBridge, ovs: install + run; macvtap: install.
-    assert_eq!(checked, 5);
 }
 
 #[test]
 fn every_readiness_probe_rendered_parses_with_the_installer() {
     let settings = Settings::defaults();
-    let cr: NetworkAddonsConfig =
-        serde_saphyr::from_str(&repo_file("operator/examples/full.yaml")).unwrap();
-    let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
+    let applied = fill_defaults(&full_config().spec, None, [0x4a, 0xbe]);
     let mut probes = 0;
     for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
         let pod = &r.object["spec"]["template"]["spec"];
@@ -70,8 +86,8 @@ fn every_readiness_probe_rendered_parses_with_the_installer() {
         }
     }
     assert_eq!(
-        probes, 2,
-        "linuxBridge and ovs report readiness through the probe"
+        probes, 3,
+        "linuxBridge, ovs and the nmstate handler report readiness through the installer"
     );
 }
 

@@ -17,6 +17,7 @@ pub mod monitoring;
 pub mod multus;
 pub mod multus_dynamic_networks;
 pub mod network_policy;
+pub mod nmstate;
 pub mod ovs;
 pub mod scc;
 pub mod tls;
@@ -162,6 +163,7 @@ pub fn render(
             Component::LinuxBridge => linux_bridge::render(&ctx)?,
             Component::KubeMacPool => kubemacpool::render(&ctx)?,
             Component::Ovs => ovs::render(&ctx)?,
+            Component::Nmstate => nmstate::render(&ctx)?,
             Component::Macvtap => macvtap::render(&ctx)?,
             Component::KubeSecondaryDns => kube_secondary_dns::render(&ctx)?,
             Component::KubevirtIpamController => kubevirt_ipam_controller::render(&ctx)?,
@@ -219,7 +221,7 @@ mod tests {
     use crate::defaults::fill_defaults;
     use crate::spec::{
         KubeMacPool, KubeSecondaryDns, KubevirtIpamController, LinuxBridge, Macvtap, Multus,
-        MultusDynamicNetworks, Ovs, Placement, PlacementConfiguration,
+        MultusDynamicNetworks, NMState, Ovs, Placement, PlacementConfiguration,
     };
     use std::collections::BTreeMap;
 
@@ -233,6 +235,7 @@ mod tests {
             multus_dynamic_networks: Some(MultusDynamicNetworks::default()),
             kube_secondary_dns: Some(KubeSecondaryDns::default()),
             kubevirt_ipam_controller: Some(KubevirtIpamController::default()),
+            nmstate: Some(NMState {}),
             ..NetworkAddonsConfigSpec::default()
         }
     }
@@ -303,7 +306,10 @@ mod tests {
             .map(|o| o["metadata"]["name"].as_str().unwrap())
             .collect();
         // multus, its dynamic networks and macvtap are not deployed there, as upstream
-        assert_eq!(names, ["bridge-marker", "ovs-cni-marker"]);
+        assert_eq!(
+            names,
+            ["bridge-marker", "ovs-cni-marker", "nmstate-handler"]
+        );
         let not_deployed: Vec<String> = applied
             .not_deployed(&openshift)
             .into_iter()
@@ -377,7 +383,7 @@ mod tests {
         let daemon_sets = workloads(&out, "DaemonSet");
         let deployments = workloads(&out, "Deployment");
         // no IPAM controller (the one Deployment on the workloads placement, as upstream) here
-        assert_eq!(daemon_sets.len(), 5);
+        assert_eq!(daemon_sets.len(), 6);
         assert_eq!(deployments.len(), 3);
         for ds in &daemon_sets {
             assert_eq!(
@@ -601,12 +607,43 @@ mod tests {
             let pod = pod_spec(&r.object);
             for list in ["initContainers", "containers"] {
                 for c in pod[list].as_array().into_iter().flatten() {
+                    // The nmstate handler restarts from the node's image (render/nmstate.rs).
+                    if c["name"] == "nmstate-handler" {
+                        continue;
+                    }
                     assert_eq!(c["imagePullPolicy"], "Always");
                     seen += 1;
                 }
             }
         }
         assert!(seen >= 10);
+    }
+
+    /// Removing a component (nmstate, multus, the IPAM controller) must leave its CRDs, and so
+    /// every object users made of them: the deletion of unrendered objects never lists a CRD.
+    #[test]
+    fn no_rendered_crd_is_ever_pruned() {
+        let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
+        let out = render(
+            &applied,
+            &Settings::defaults(),
+            &ClusterInfo::WITH_CERT_MANAGER,
+        )
+        .unwrap();
+        let crds: Vec<&Value> = out
+            .iter()
+            .map(|r| &r.object)
+            .filter(|o| o["kind"] == "CustomResourceDefinition")
+            .collect();
+        assert!(crds
+            .iter()
+            .any(|o| o["metadata"]["name"] == nmstate::POLICY_CRD));
+        let deletable = crate::apply::deletion_order();
+        for crd in crds {
+            let kind = crate::apply::kind_of(crd).unwrap();
+            assert!(kind.keep, "{}", crd["metadata"]["name"]);
+            assert!(!deletable.contains(&kind), "{}", crd["metadata"]["name"]);
+        }
     }
 
     #[test]
