@@ -43,6 +43,8 @@ pub const NODE_DIRS: &[&str] = &[
     "/var/lib/containerd",
     "/run/containerd",
     "/run/openvswitch",
+    // kubernetes-nmstate's handler: its journal, lock and ready mark.
+    "/run/kubernetes-nmstate",
 ];
 
 /// What the holder runs: `$1` is the hostname, `$2` the node's directory, then pairs of (node's
@@ -268,10 +270,13 @@ impl Node {
             ip(&all)
         };
         ipn(&["link", "set", "lo", "up"])?;
+        // With its broadcast address, as a node's network manager gives it.
         ipn(&[
             "addr",
             "add",
             &format!("{}/{}", self.ip(), network::CLUSTER_PREFIX),
+            "brd",
+            "+",
             "dev",
             "eth0",
         ])?;

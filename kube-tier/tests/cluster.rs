@@ -79,7 +79,7 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::marker_follows_bridges,
     ),
     (
-        "walkthrough_config_deploys_the_bridge_and_says_nmstate_is_not_deployed",
+        "walkthrough_config_deploys_the_bridge_and_the_nmstate_handler",
         scenarios::operator::walkthrough_config,
     ),
     (
@@ -93,6 +93,34 @@ const TESTS: &[(&str, Test)] = &[
     (
         "the_walkthrough_crosses_the_nodes_over_br0_and_their_eth1",
         scenarios::nodes::the_walkthrough_crosses_the_nodes_over_br0,
+    ),
+    (
+        "the_walkthroughs_policy_is_available_in_seconds",
+        scenarios::nmstate::the_walkthroughs_policy_is_available_in_seconds,
+    ),
+    (
+        "what_the_node_cannot_apply_leaves_it_untouched_and_says_why",
+        scenarios::nmstate::what_the_node_cannot_apply_leaves_it_untouched,
+    ),
+    (
+        "a_policy_failing_on_one_node_aborts_the_rest",
+        scenarios::nmstate::a_policy_failing_on_one_node_aborts_the_rest,
+    ),
+    (
+        "a_policy_cutting_the_node_off_the_api_server_is_rolled_back",
+        scenarios::nmstate::a_policy_cutting_the_node_off_is_rolled_back,
+    ),
+    (
+        "a_handler_killed_mid_apply_leaves_the_node_as_before",
+        scenarios::nmstate::a_handler_killed_mid_apply_leaves_the_node_as_before,
+    ),
+    (
+        "an_idle_nodes_state_is_not_written",
+        scenarios::nmstate::an_idle_nodes_state_is_not_written,
+    ),
+    (
+        "removing_nmstate_keeps_the_crds_and_the_policies",
+        scenarios::nmstate::removing_nmstate_keeps_the_crds_and_the_policies,
     ),
     (
         "ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off",
@@ -162,6 +190,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "the_node_agents_collect_a_sandbox_deleted_behind_the_runtime",
         scenarios::gc::the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
+    ),
+    (
+        "a_rebooted_node_gets_its_policies_back",
+        scenarios::nmstate::a_rebooted_node_gets_its_policies_back,
     ),
     (
         "a_reboot_leaves_the_node_holding_only_what_its_live_pods_use",

@@ -5,6 +5,7 @@ pub mod cnao;
 pub mod diff;
 pub mod gc;
 pub mod image;
+pub mod nmstate;
 pub mod nodes;
 pub mod operator;
 pub mod pods;

@@ -16,6 +16,9 @@ use serde_json::{json, Value};
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
+use crate::scenarios::nmstate::{
+    apply_and_wait_available, delete_policy, deploy_handler, policy, WALKTHROUGH_POLICY,
+};
 use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::scenarios::pods::{delete_pod, pod_manifest_on, wait_pod_ip};
 use crate::{check, Ctx};
@@ -158,17 +161,15 @@ fn capacities(ctx: &Ctx, key: &str) -> Result<BTreeMap<String, Option<String>>> 
         .collect()
 }
 
-/// The walkthrough across two nodes: br0 with `eth1` as its port on every node (made by the
-/// test until the nodes' network policies land), every Node's capacity shows it within a
-/// second or so, and pods pinned to node01 and node02 get `eth1` on br0 from our bridge and
-/// tuning and reach each other across the nodes, through both nodes' `eth1`. Deleting them
-/// leaves nothing on either node.
+/// The walkthrough across two nodes, from its first step: `nmstate: {}` deploys the handler,
+/// the walkthrough's policy (as written there, `v1alpha1` and `description` included) makes br0
+/// with `eth1` as its port on every node, and the walkthrough's commands print what it shows;
+/// every Node's capacity then shows br0, and pods pinned to node01 and node02 get `eth1` on br0
+/// from our bridge and tuning and reach each other across the nodes, through both nodes'
+/// `eth1`. Deleting them leaves nothing on either node; a policy with br0 `absent` gives every
+/// node's `eth1` back and withdraws the capacity.
 pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
-    ctx.ensure_operator()?;
-    // The walkthrough's config pulls Always, which no applied config may change to.
-    reset(ctx)?;
-    ctx.apply_nac("multus: {}\nlinuxBridge: {}\nnmstate: {}\nimagePullPolicy: Always\n")?;
-    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    deploy_handler(ctx)?;
     let nodes = ctx.cluster.nodes();
     check(nodes.len() >= 2, || {
         format!(
@@ -177,12 +178,55 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
         )
     })?;
     let key = "bridge.network.kubevirt.io/br0";
+    let applied = Instant::now();
+    println!(
+        "    $ kubectl apply -f br0-eth1.yaml\n    {}",
+        ctx.apply(WALKTHROUGH_POLICY)?.trim()
+    );
+    let waited = ctx.kubectl(&[
+        "wait",
+        "nncp",
+        "br0-eth1",
+        "--for",
+        "condition=Available",
+        "--timeout",
+        "2m",
+    ])?;
+    println!(
+        "    $ kubectl wait nncp br0-eth1 --for condition=Available --timeout 2m\n    {} ({:.2}s after the apply)",
+        waited.trim(),
+        applied.elapsed().as_secs_f64()
+    );
+    let nncp = ctx.kubectl(&["get", "nncp"])?;
+    println!("    $ kubectl get nncp\n{}", indent(&nncp));
+    check(
+        nncp.lines().any(|l| {
+            l.split_whitespace().collect::<Vec<_>>() == ["br0-eth1", "SuccessfullyConfigured"]
+        }),
+        || format!("kubectl get nncp:\n{nncp}"),
+    )?;
+    let nnce = ctx.kubectl(&["get", "nnce"])?;
+    println!("    $ kubectl get nnce\n{}", indent(&nnce));
     for node in nodes {
-        node.sh(
-            "ip link add br0 type bridge && ip link set eth1 master br0 && ip link set br0 up",
+        let row = [
+            format!("{}.br0-eth1", node.name()),
+            "SuccessfullyConfigured".to_string(),
+        ];
+        check(
+            nnce.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == row),
+            || format!("no row {row:?} in kubectl get nnce:\n{nnce}"),
         )?;
     }
-    let made = Instant::now();
+    let jsonpath = r#"jsonpath={.status.currentState.interfaces[?(@.name=="br0")].state}"#;
+    let state = ctx.kubectl(&["get", "nns", nodes[0].name(), "-o", jsonpath])?;
+    println!(
+        "    $ kubectl get nns {} -o jsonpath='{{.status.currentState.interfaces[?(@.name==\"br0\")].state}}'\n    {state}",
+        nodes[0].name()
+    );
+    check(state.trim() == "up", || {
+        format!("br0's state in the NodeNetworkState: {state:?}")
+    })?;
     let caps = wait_for(
         "br0 in every Node's capacity",
         Duration::from_secs(30),
@@ -192,17 +236,22 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
         },
     )?;
     println!(
-        "    br0 (with eth1) on {} nodes: in every Node's capacity {:.2}s later: {caps:?}",
+        "    br0 (with eth1) on {} nodes: in every Node's capacity {:.2}s after the apply: {caps:?}",
         nodes.len(),
-        made.elapsed().as_secs_f64()
+        applied.elapsed().as_secs_f64()
     );
     let result = pods_cross_over_br0(ctx);
     remove_secondary(ctx);
-    for node in ctx.cluster.nodes() {
-        node.sh("ip link del br0")?;
-    }
-    result?;
     let gone = Instant::now();
+    let absent = "interfaces:\n- name: br0\n  type: linux-bridge\n  state: absent\n";
+    apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, absent, ""))?;
+    result?;
+    for node in ctx.cluster.nodes() {
+        let eth1 = node.sh("ip -o link show eth1")?;
+        check(!eth1.contains(" master "), || {
+            format!("{}: eth1 still a port: {eth1}", node.name())
+        })?;
+    }
     wait_for(
         "br0 gone from every Node's capacity",
         Duration::from_secs(30),
@@ -214,10 +263,18 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
         },
     )?;
     println!(
-        "    br0 deleted: withdrawn from every Node's capacity {:.2}s later",
+        "    br0 absent: eth1 back on every node and br0 withdrawn from every Node's capacity {:.2}s later",
         gone.elapsed().as_secs_f64()
     );
-    Ok(())
+    delete_policy(ctx, "br0-eth1")
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}\n"))
+        .collect::<String>()
+        .trim_end()
+        .to_string()
 }
 
 fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {

@@ -307,18 +307,24 @@ pub fn ipam_controller_follows_cert_manager(ctx: &mut Ctx) -> Result<()> {
 pub fn walkthrough_config(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
-    ctx.apply_nac("multus: {}\nlinuxBridge: {}\nnmstate: {}\nimagePullPolicy: Always\n")?;
+    ctx.apply_nac(crate::scenarios::nmstate::WALKTHROUGH_SPEC)?;
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
-    let nac = wait_for(
-        "the status to say nmstate is not deployed",
-        Duration::from_secs(90),
+    ctx.wait_rollout("daemonset", crate::scenarios::nmstate::HANDLER_DS)?;
+    for crd in [
+        "nodenetworkconfigurationpolicies.nmstate.io",
+        "nodenetworkconfigurationenactments.nmstate.io",
+        "nodenetworkstates.nmstate.io",
+    ] {
+        check(ctx.exists("crd", crd, None)?, || format!("no CRD {crd}"))?;
+    }
+    let nac = ctx.nac()?;
+    check(
+        !nac["status"]["notDeployed"].to_string().contains("nmstate"),
         || {
-            let nac = ctx.nac()?;
-            // with the seed's pointer: its own operator
-            Ok(nac["status"]["notDeployed"]
-                .to_string()
-                .contains("install kubernetes-nmstate with its own operator")
-                .then_some(nac))
+            format!(
+                "nmstate said not deployed: {}",
+                nac["status"]["notDeployed"]
+            )
         },
     )?;
     let degraded = nac_condition(&nac, "Degraded");
