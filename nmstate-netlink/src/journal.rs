@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::plan::Snapshot;
 use crate::Error;
 
-/// The journal format's version; a journal of another version is not guessed at.
-const VERSION: u32 = 1;
+/// The journal format's version; a journal of another version is not guessed at. 2: the
+/// snapshot records the routes the apply adds and removes, and what a rollback verifies.
+const VERSION: u32 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Content {

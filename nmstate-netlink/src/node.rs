@@ -88,6 +88,31 @@ pub(crate) struct LinkState {
     pub bond: Option<BondSettings>,
 }
 
+#[cfg(test)]
+impl LinkState {
+    /// A link that is up, MTU 1500, nothing else set: for tests to adjust.
+    pub(crate) fn for_test(name: &str, kind: Kind) -> LinkState {
+        LinkState {
+            index: 0,
+            name: name.to_string(),
+            kind,
+            mtu: 1500,
+            mac: None,
+            alias: None,
+            up: true,
+            master: None,
+            veth_peer: None,
+            foreign_peer: false,
+            vlan: None,
+            addresses: Vec::new(),
+            bridge: None,
+            port: None,
+            port_vlans: None,
+            bond: None,
+        }
+    }
+}
+
 /// One route as it is, its link by name (indexes change when a link is re-created).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RouteState {

@@ -28,7 +28,13 @@ pub(crate) struct Plan {
 /// Everything the plan may change, as it was: the journal's content.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Snapshot {
+    /// What the rollback walks to: the links as they were.
     pub links: Vec<LinkTarget>,
+    /// What a rollback verifies: the same links cut down to what the apply changes, IPv6
+    /// link-local addresses aside (the kernel makes them). What the apply did not change may
+    /// have been changed meanwhile by the kernel or another daemon, and that does not make a
+    /// rollback fail.
+    pub check: Vec<LinkTarget>,
     pub routes: RouteGoal,
 }
 
@@ -157,7 +163,12 @@ pub(crate) fn plan(desired: &DesiredState, node: &NodeState) -> Result<Plan, Err
     // Routes.
     let mut add = Vec::new();
     let mut remove = Vec::new();
-    for r in &desired.routes {
+    for (i, r) in desired.routes.iter().enumerate() {
+        if r.absent && r.destination.is_none() && r.next_hop_interface.is_none() {
+            return Err(refuse(format!(
+                "route {i}: an absent route needs a destination or a next-hop-interface (without either it selects routes anywhere on the node)"
+            )));
+        }
         if let Some(dev) = &r.next_hop_interface {
             if !r.absent && !will_exist(dev) {
                 return Err(refuse(format!(
@@ -198,9 +209,15 @@ pub(crate) fn plan(desired: &DesiredState, node: &NodeState) -> Result<Plan, Err
         .map(|(k, _)| k.clone())
         .chain(remove.iter().cloned())
         .collect();
+    // The adds that select no route now: what the apply adds, and a rollback removes.
+    let added: Vec<RouteMatch> = add
+        .iter()
+        .filter(|(k, _)| !node.routes.iter().any(|r| k.matches(r)))
+        .map(|(k, _)| k.clone())
+        .collect();
     let routes = RouteGoal::Change { add, remove };
 
-    let snapshot = snapshot(&targets, node, keys);
+    let snapshot = snapshot(&targets, node, &keys, added);
     Ok(Plan {
         targets,
         routes,
@@ -238,6 +255,34 @@ fn guard(node: &NodeState, name: &str, listed: &dyn Fn(&str) -> bool) -> Result<
     Ok(())
 }
 
+/// Deleting these could not be undone: a veth whose peer is in another namespace (the peer
+/// goes with it and a rollback cannot re-create it there), and a controller that holds pods'
+/// veths (the pods would be unplugged and a rollback cannot plug them back).
+fn refuse_unrestorable_delete(
+    node: &NodeState,
+    cur: &crate::node::LinkState,
+    listed: &dyn Fn(&str) -> bool,
+) -> Result<(), Error> {
+    let name = &cur.name;
+    if cur.kind == Kind::Veth && cur.foreign_peer {
+        return Err(refuse(format!(
+            "interface {name}: a veth whose peer is in another namespace cannot be made absent (its peer would be deleted with it, and a rollback could not re-create it there)"
+        )));
+    }
+    let pods: Vec<String> = node
+        .ports_of(name)
+        .into_iter()
+        .filter(|p| node.is_pod_link(p) && !listed(p))
+        .collect();
+    if !pods.is_empty() {
+        return Err(refuse(format!(
+            "interface {name} holds pods' veths ({}) and cannot be made absent: deleting it would unplug the pods, and a rollback could not plug them back",
+            pods.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 fn iface_target(
     iface: &Iface,
     node: &NodeState,
@@ -260,6 +305,9 @@ fn iface_target(
         }
     }
     if iface.state == IfaceState::Absent {
+        if let Some(cur) = cur {
+            refuse_unrestorable_delete(node, cur, listed)?;
+        }
         return Ok(match cur {
             None => LinkTarget::gone(name, wanted_kind.unwrap_or(Kind::Ethernet)),
             Some(cur) => match cur.kind {
@@ -420,25 +468,38 @@ pub(crate) fn port_vlans(conf: &PortVlanConf) -> Vec<PortVlan> {
 }
 
 /// Everything the targets may change, as it is now: the targets' links, the ports and VLANs a
-/// deleted link takes with it, the old masters of moved ports, and the routes through them.
-fn snapshot(targets: &[LinkTarget], node: &NodeState, keys: Vec<RouteMatch>) -> Snapshot {
+/// deleted link takes with it, the old masters of moved ports, and the routes through them or
+/// selected by the state's routes (`keys`); `added` selects the routes the apply adds.
+fn snapshot(
+    targets: &[LinkTarget],
+    node: &NodeState,
+    keys: &[RouteMatch],
+    added: Vec<RouteMatch>,
+) -> Snapshot {
     let mut names: BTreeSet<String> = targets.iter().map(|t| t.name.clone()).collect();
+    // Links deleted with a deleted link (a rollback re-creates them), and its ports (a rollback
+    // enslaves them again).
+    let mut recreated: BTreeSet<String> = BTreeSet::new();
+    let mut released: BTreeSet<String> = BTreeSet::new();
     for t in targets {
         let Some(cur) = node.links.get(&t.name) else {
             continue;
         };
         if !t.exists {
-            names.extend(node.ports_of(&t.name));
-            names.extend(cur.veth_peer.clone());
-            names.extend(
+            recreated.insert(t.name.clone());
+            recreated.extend(cur.veth_peer.clone());
+            recreated.extend(
                 node.links
                     .values()
                     .filter(|l| l.vlan.as_ref().is_some_and(|(base, _)| base == &t.name))
                     .map(|l| l.name.clone()),
             );
+            released.extend(node.ports_of(&t.name));
         }
         names.extend(cur.master.clone());
     }
+    names.extend(recreated.iter().cloned());
+    names.extend(released.iter().cloned());
     // Pods' veths only where the state names them itself (a pod's may be gone by the time of a
     // rollback; a named one is the node's).
     let named: BTreeSet<&str> = targets.iter().map(|t| t.name.as_str()).collect();
@@ -457,26 +518,196 @@ fn snapshot(targets: &[LinkTarget], node: &NodeState, keys: Vec<RouteMatch>) -> 
             ),
         })
         .collect();
+    let check = links
+        .iter()
+        .map(|was| {
+            checked(
+                was,
+                targets.iter().find(|t| t.name == was.name),
+                recreated.contains(&was.name),
+                released.contains(&was.name),
+            )
+        })
+        .collect();
     let link_names: Vec<String> = names.into_iter().collect();
-    let routes = node
+    let removed = node
         .routes
         .iter()
-        .filter(|r| RouteGoal::in_scope(&link_names, &keys, r))
+        .filter(|r| RouteGoal::in_scope(&link_names, keys, r))
         .cloned()
         .collect();
     Snapshot {
         links,
-        routes: RouteGoal::Exact {
-            links: link_names,
-            keys,
-            routes,
-        },
+        check,
+        routes: RouteGoal::Undo { added, removed },
     }
+}
+
+/// What a rollback verifies of a link that `was` so: all of it when the apply deletes it (it is
+/// re-created), otherwise what the target `t` changes (and what enslaving changes: state, MTU,
+/// MAC), a released port's controller and port settings, and for any other link that it still
+/// exists. IPv6 link-local addresses are never compared: the kernel makes them.
+fn checked(
+    was: &LinkTarget,
+    t: Option<&LinkTarget>,
+    recreated: bool,
+    released: bool,
+) -> LinkTarget {
+    if !was.exists {
+        return was.clone();
+    }
+    if recreated {
+        return LinkTarget {
+            keep_link_local: true,
+            ..was.clone()
+        };
+    }
+    let sets = |f: fn(&LinkTarget) -> bool| t.is_some_and(f);
+    let enslaved = sets(|t| t.master.is_some());
+    let mut c = LinkTarget::new(&was.name, was.kind.clone());
+    c.keep_link_local = true;
+    if sets(|t| t.mtu.is_some()) || enslaved {
+        c.mtu = was.mtu;
+    }
+    if sets(|t| t.mac.is_some()) || enslaved {
+        c.mac = was.mac;
+    }
+    if sets(|t| t.alias.is_some()) {
+        c.alias.clone_from(&was.alias);
+    }
+    if sets(|t| t.up.is_some()) || enslaved {
+        c.up = was.up;
+    }
+    if enslaved || released || sets(|t| t.port.is_some() || t.port_vlans.is_some()) {
+        c.master.clone_from(&was.master);
+        c.port = was.port;
+        c.port_vlans.clone_from(&was.port_vlans);
+    }
+    if sets(|t| t.ipv4.is_some()) {
+        c.ipv4.clone_from(&was.ipv4);
+    }
+    if sets(|t| t.ipv6.is_some()) {
+        c.ipv6.clone_from(&was.ipv6);
+    }
+    if sets(|t| t.bridge.is_some()) {
+        c.bridge = was.bridge;
+    }
+    if sets(|t| t.bond.is_some()) {
+        c.bond = was.bond;
+    }
+    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::LinkState;
+    use crate::verify::mismatches;
+    use serde_json::json;
+
+    fn refusal(state: serde_json::Value, node: &NodeState) -> String {
+        let desired = DesiredState::parse(&state).expect("parses");
+        match plan(&desired, node) {
+            Err(Error::Refused(msg)) => msg,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    /// A veth whose peer is in another namespace.
+    fn foreign_veth(name: &str) -> LinkState {
+        LinkState {
+            foreign_peer: true,
+            ..LinkState::for_test(name, Kind::Veth)
+        }
+    }
+
+    fn node_of(links: Vec<LinkState>) -> NodeState {
+        NodeState {
+            links: links.into_iter().map(|l| (l.name.clone(), l)).collect(),
+            routes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_absent_route_without_destination_or_interface_is_refused() {
+        let msg = refusal(
+            json!({"routes": {"config": [{"metric": 100, "state": "absent"}]}}),
+            &NodeState::default(),
+        );
+        assert!(
+            msg.starts_with("route 0: an absent route needs a destination or a next-hop-interface"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn absent_on_a_veth_whose_peer_is_in_another_namespace_is_refused() {
+        let node = node_of(vec![foreign_veth("eth1")]);
+        let msg = refusal(
+            json!({"interfaces": [{"name": "eth1", "type": "veth", "state": "absent"}]}),
+            &node,
+        );
+        assert!(
+            msg.starts_with("interface eth1: a veth whose peer is in another namespace"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn absent_on_a_bridge_that_holds_a_pods_veth_is_refused() {
+        let pod = LinkState {
+            master: Some("cni0".to_string()),
+            ..foreign_veth("veth1234")
+        };
+        let node = node_of(vec![LinkState::for_test("cni0", Kind::Bridge), pod]);
+        let msg = refusal(
+            json!({"interfaces": [{"name": "cni0", "type": "linux-bridge", "state": "absent"}]}),
+            &node,
+        );
+        assert!(
+            msg.starts_with("interface cni0 holds pods' veths (veth1234)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_rollback_check_ignores_link_local_addresses_and_what_the_apply_left_alone() {
+        let mut eth1 = LinkState::for_test("eth1", Kind::Ethernet);
+        eth1.addresses = vec![
+            "192.0.2.10/24".parse().expect("v4"),
+            "fe80::1/64".parse().expect("v6"),
+        ];
+        let node = node_of(vec![eth1.clone()]);
+        let desired = DesiredState::parse(&json!({"interfaces": [{"name": "eth1",
+            "ipv4": {"enabled": true, "address": [{"ip": "192.0.2.20", "prefix-length": 24}]},
+            "ipv6": {"enabled": false}}]}))
+        .expect("parses");
+        let snapshot = plan(&desired, &node).expect("plan").snapshot;
+        // After the rollback: the kernel made another link-local address, and someone set a
+        // description and an MTU the apply never touched.
+        eth1.addresses[1] = "fe80::2/64".parse().expect("v6");
+        eth1.alias = Some("set meanwhile".to_string());
+        eth1.mtu = 1400;
+        let after = node_of(vec![eth1]);
+        assert_eq!(
+            mismatches(&after, &snapshot.check, &snapshot.routes),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_rollback_check_compares_what_the_apply_changed() {
+        let eth1 = LinkState::for_test("eth1", Kind::Ethernet);
+        let node = node_of(vec![eth1.clone()]);
+        let desired = DesiredState::parse(&json!({"interfaces": [{"name": "eth1", "mtu": 9000}]}))
+            .expect("parses");
+        let snapshot = plan(&desired, &node).expect("plan").snapshot;
+        let after = node_of(vec![LinkState { mtu: 9000, ..eth1 }]);
+        assert_eq!(
+            mismatches(&after, &snapshot.check, &snapshot.routes),
+            vec!["interface eth1: mtu is not 1500".to_string()]
+        );
+    }
 
     #[test]
     fn an_access_port_has_one_untagged_pvid() {

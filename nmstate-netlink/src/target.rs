@@ -120,23 +120,25 @@ impl RouteMatch {
 /// What the routes should become.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum RouteGoal {
-    /// An apply: add these (each one matched by its key), remove what those select.
+    /// An apply: add these (each one matched by its key), remove what those select (but what
+    /// an add selects).
     Change {
         add: Vec<(RouteMatch, RouteState)>,
         remove: Vec<RouteMatch>,
     },
-    /// A rollback: among the routes in scope (through `links`, or selected by `keys`), exactly
-    /// `routes`.
-    Exact {
-        links: Vec<String>,
-        keys: Vec<RouteMatch>,
-        routes: Vec<RouteState>,
+    /// A rollback: remove the routes the apply added (what these keys select, none of which
+    /// was there before), put back the routes the apply (or the kernel, with a link or an
+    /// address) removed. Other routes are left alone: the kernel or another daemon may have
+    /// changed them meanwhile.
+    Undo {
+        added: Vec<RouteMatch>,
+        removed: Vec<RouteState>,
     },
 }
 
 impl RouteGoal {
-    /// Whether a rollback to this goal cares about `r`. Routes the kernel derives from
-    /// addresses follow the addresses and are never touched directly.
+    /// Whether an apply through `links` or with these route keys may remove `r`. Routes the
+    /// kernel derives from addresses follow the addresses and are never touched directly.
     pub(crate) fn in_scope(links: &[String], keys: &[RouteMatch], r: &RouteState) -> bool {
         r.protocol != PROTO_KERNEL
             && (r.oif.as_ref().is_some_and(|o| links.contains(o))
@@ -187,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_routes_are_never_in_a_rollbacks_scope() {
+    fn kernel_routes_are_never_in_an_applys_scope() {
         let links = vec!["eth1".to_string()];
         assert!(RouteGoal::in_scope(
             &links,

@@ -52,6 +52,12 @@ impl Applied {
         }
     }
 
+    /// Whether the apply changed anything on the node (false: the node already was as the
+    /// state asks, and there is nothing to probe).
+    pub fn changed(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
     /// What changed, one line per step, for logs and the enactment message.
     pub fn summary(&self) -> String {
         if self.steps.is_empty() {
@@ -76,11 +82,11 @@ pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
     let node = NodeState::read(&nl)?;
     let plan = plan(desired, &node)?;
     journal.write(&plan.snapshot)?;
-    let mut walk = Converge::new(&nl);
+    let mut walk = Converge::apply(&nl);
     let result = walk
         .run(&plan.targets, &plan.routes)
         .and_then(|()| check(&nl, &plan.targets, &plan.routes));
-    let steps = std::mem::take(&mut walk.steps);
+    let (steps, sent, touched) = (std::mem::take(&mut walk.steps), walk.sent, walk.touched);
     let cause = match result {
         Ok(()) => {
             return Ok(Applied {
@@ -93,14 +99,22 @@ pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
         Err(cause) => cause,
     };
     tracing::warn!(%cause, changed = steps.len(), "apply failed");
-    if steps.is_empty() {
+    if !sent {
         journal.remove()?;
         return Err(Error::Refused(cause));
     }
+    // A request was sent: even one that failed may have changed part of what it asked for,
+    // so the node is walked back whatever the steps say.
     match restore(&nl, &plan.snapshot) {
-        Ok(_) => {
+        Ok(undone) => {
             journal.remove()?;
-            Err(Error::Failed { cause })
+            if touched || !undone.is_empty() {
+                Err(Error::Failed { cause })
+            } else {
+                // Only creates the kernel refused as unsupported, and nothing to undo: the
+                // node was not changed.
+                Err(Error::Refused(cause))
+            }
         }
         Err(rollback) => Err(Error::RollbackFailed { cause, rollback }),
     }
@@ -147,10 +161,27 @@ fn check(
     }
 }
 
-/// Walks the node back to the snapshot and verifies it; the steps taken.
+/// Walks the node back to the snapshot and verifies it; the steps taken. Best effort: every
+/// phase runs whatever failed before it, and the error names every failure and every
+/// mismatch left.
 fn restore(nl: &Netlink, snapshot: &Snapshot) -> Result<Vec<String>, String> {
-    let mut walk = Converge::new(nl);
-    walk.run(&snapshot.links, &snapshot.routes)?;
-    check(nl, &snapshot.links, &snapshot.routes)?;
-    Ok(walk.steps)
+    let mut walk = Converge::rollback(nl);
+    if let Err(e) = walk.run(&snapshot.links, &snapshot.routes) {
+        walk.errors.push(e);
+    }
+    let mut errors = std::mem::take(&mut walk.errors);
+    match NodeState::read(nl) {
+        Ok(node) => {
+            let wrong = mismatches(&node, &snapshot.check, &snapshot.routes);
+            if !wrong.is_empty() {
+                errors.push(format!("verification failed: {}", wrong.join("; ")));
+            }
+        }
+        Err(e) => errors.push(e.to_string()),
+    }
+    if errors.is_empty() {
+        Ok(walk.steps)
+    } else {
+        Err(errors.join("; "))
+    }
 }

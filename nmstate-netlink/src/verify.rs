@@ -2,7 +2,7 @@
 
 use ipnetwork::IpNetwork;
 
-use crate::converge::{route_text, vlans_text};
+use crate::converge::{route_text, undo_removes, vlans_text};
 use crate::node::{NodeState, PROTO_KERNEL};
 use crate::target::{is_link_local, same_route, LinkTarget, RouteGoal};
 
@@ -135,31 +135,26 @@ pub(crate) fn mismatches(
                     out.push(format!("route {} is missing", route_text(r)));
                 }
             }
-            for n in node.routes.iter().filter(|n| n.protocol != PROTO_KERNEL) {
-                if remove.iter().any(|m| m.matches(n)) {
-                    out.push(format!("route {} is still there", route_text(n)));
-                }
+            // A route an add selects is wanted, even where an absent route selects it too.
+            for n in node.routes.iter().filter(|n| {
+                n.protocol != PROTO_KERNEL
+                    && remove.iter().any(|m| m.matches(n))
+                    && !add.iter().any(|(k, _)| k.matches(n))
+            }) {
+                out.push(format!("route {} is still there", route_text(n)));
             }
         }
-        RouteGoal::Exact {
-            links,
-            keys,
-            routes,
-        } => {
-            let now: Vec<_> = node
-                .routes
+        RouteGoal::Undo { added, removed } => {
+            for r in removed
                 .iter()
-                .filter(|r| RouteGoal::in_scope(links, keys, r))
-                .collect();
-            for r in routes
-                .iter()
-                .filter(|r| !now.iter().any(|n| same_route(n, r)))
+                .filter(|r| !node.routes.iter().any(|n| same_route(n, r)))
             {
                 out.push(format!("route {} is missing", route_text(r)));
             }
-            for n in now
+            for n in node
+                .routes
                 .iter()
-                .filter(|n| !routes.iter().any(|r| same_route(n, r)))
+                .filter(|n| undo_removes(added, removed, n))
             {
                 out.push(format!("route {} should not be there", route_text(n)));
             }
@@ -171,4 +166,70 @@ pub(crate) fn mismatches(
 /// A wanted value agrees with what is there when nothing is wanted, or it is the same.
 fn agree<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
     want.is_none() || want == have
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::RouteState;
+    use crate::target::RouteMatch;
+
+    fn route(dst: &str, oif: &str) -> RouteState {
+        RouteState {
+            dst: dst.parse().expect("network"),
+            gw: None,
+            oif: Some(oif.to_string()),
+            table: 254,
+            metric: None,
+            protocol: 3,
+            scope: 253,
+        }
+    }
+
+    fn on(oif: &str) -> RouteMatch {
+        RouteMatch {
+            dst: None,
+            gw: None,
+            oif: Some(oif.to_string()),
+            metric: None,
+            table: None,
+        }
+    }
+
+    #[test]
+    fn routes_added_on_an_interface_an_absent_route_clears_are_not_still_there() {
+        let added = route("203.0.113.0/24", "eth1");
+        let node = NodeState {
+            routes: vec![added.clone()],
+            ..NodeState::default()
+        };
+        let goal = RouteGoal::Change {
+            add: vec![(
+                RouteMatch {
+                    dst: Some(added.dst),
+                    table: Some(254),
+                    ..on("eth1")
+                },
+                added,
+            )],
+            remove: vec![on("eth1")],
+        };
+        assert_eq!(mismatches(&node, &[], &goal), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_undo_does_not_mind_routes_it_neither_added_nor_removed() {
+        let node = NodeState {
+            routes: vec![route("10.9.0.0/16", "eth1"), route("10.3.0.0/16", "eth1")],
+            ..NodeState::default()
+        };
+        let goal = RouteGoal::Undo {
+            added: vec![RouteMatch {
+                dst: Some("10.1.0.0/16".parse().expect("network")),
+                ..on("eth1")
+            }],
+            removed: vec![route("10.3.0.0/16", "eth1")],
+        };
+        assert_eq!(mismatches(&node, &[], &goal), Vec::<String>::new());
+    }
 }

@@ -41,6 +41,7 @@ fn the_walkthrough_policy_makes_br0_with_eth1_as_port() {
     node_with_eth1();
     let (_dir, journal) = journal();
     let applied = apply(&walkthrough(), &journal).expect("apply");
+    assert!(applied.changed());
     assert!(journal.exists(), "the journal stays until commit");
     applied.commit().expect("commit");
     assert!(!journal.exists());
@@ -68,6 +69,7 @@ fn applying_the_same_state_twice_changes_nothing_the_second_time() {
     settle();
     let again = apply(&walkthrough(), &journal).expect("second");
     assert_eq!(again.summary(), "nothing to change");
+    assert!(!again.changed());
     again.commit().expect("commit");
 }
 
@@ -305,4 +307,136 @@ fn a_pods_veth_is_refused_as_a_port() {
         Err(Error::Refused(msg)) => assert!(msg.contains("is a pod's veth"), "{msg}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+#[test]
+fn a_rollback_goes_on_past_a_link_it_cannot_restore() {
+    netns_tests::skip_unless_root!();
+    isolate();
+    // eth1's peer is in another namespace: a rollback cannot re-create eth1 once it is gone.
+    let _switch = pod_veth("eth1");
+    veth("eth2", "eth2-peer");
+    settle();
+    let (_dir, journal) = journal();
+    let wanted = desired(json!({"interfaces": [
+        {"name": "br0", "type": "linux-bridge", "bridge": {"port": [{"name": "eth1"}]}},
+        {"name": "eth2", "mtu": 1400}
+    ]}));
+    let applied = apply(&wanted, &journal).expect("apply");
+    ip(&["link", "del", "eth1"]);
+    match applied.rollback() {
+        Err(Error::RollbackFailed { rollback, .. }) => {
+            assert!(rollback.contains("interface eth1"), "{rollback}")
+        }
+        other => panic!("expected the rollback to fail on eth1, got {other:?}"),
+    }
+    let now = state();
+    assert!(iface(&now, "br0").is_none(), "br0 is deleted all the same");
+    assert_eq!(iface(&now, "eth2").expect("eth2")["mtu"], 1500);
+    assert!(journal.exists(), "the journal is kept for recover");
+}
+
+#[test]
+fn a_rollback_leaves_alone_routes_it_did_not_add() {
+    netns_tests::skip_unless_root!();
+    node_with_eth1();
+    let (_dir, journal) = journal();
+    let wanted = desired(json!({
+        "interfaces": [{"name": "eth1", "mtu": 1400}],
+        "routes": {"config": [{"destination": "198.51.100.0/24", "next-hop-interface": "eth1"}]}
+    }));
+    let applied = apply(&wanted, &journal).expect("apply");
+    // Another daemon adds a route through eth1 meanwhile.
+    ip(&[
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "dev",
+        "eth1",
+        "proto",
+        "bird",
+    ]);
+    applied.rollback().expect("rollback");
+    let routes = ip(&["route", "show", "dev", "eth1"]);
+    assert!(routes.contains("203.0.113.0/24"), "{routes}");
+    assert!(!routes.contains("198.51.100.0/24"), "{routes}");
+}
+
+#[test]
+fn a_failed_first_write_is_rolled_back_not_refused() {
+    netns_tests::skip_unless_root!();
+    node_with_eth1();
+    let before = state();
+    let (_dir, journal) = journal();
+    // The first request the walk sends fails: it might have changed something.
+    let too_big = desired(json!({"interfaces": [{"name": "eth1", "mtu": 70000}]}));
+    match apply(&too_big, &journal) {
+        Err(Error::Failed { cause }) => assert!(cause.contains("eth1"), "{cause}"),
+        other => panic!("expected a failure rolled back, got {other:?}"),
+    }
+    assert_eq!(state(), before);
+    assert!(!journal.exists());
+}
+
+#[test]
+fn absent_on_a_veth_whose_peer_is_in_another_namespace_is_refused() {
+    netns_tests::skip_unless_root!();
+    isolate();
+    let _switch = pod_veth("eth1");
+    let (_dir, journal) = journal();
+    let absent = desired(json!({"interfaces": [{"name": "eth1", "state": "absent"}]}));
+    match apply(&absent, &journal) {
+        Err(Error::Refused(msg)) => assert!(
+            msg.starts_with("interface eth1: a veth whose peer is in another namespace"),
+            "{msg}"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(iface(&state(), "eth1").is_some());
+}
+
+#[test]
+fn absent_on_a_bridge_that_holds_a_pods_veth_is_refused() {
+    netns_tests::skip_unless_root!();
+    isolate();
+    let _pod = pod_veth("veth1234");
+    ip(&["link", "add", "cni0", "type", "bridge"]);
+    ip(&["link", "set", "veth1234", "master", "cni0"]);
+    let (_dir, journal) = journal();
+    let absent = desired(
+        json!({"interfaces": [{"name": "cni0", "type": "linux-bridge", "state": "absent"}]}),
+    );
+    match apply(&absent, &journal) {
+        Err(Error::Refused(msg)) => assert!(msg.contains("holds pods' veths (veth1234)"), "{msg}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(ip(&["-o", "link", "show", "veth1234"]).contains("master cni0"));
+}
+
+#[test]
+fn routes_can_be_cleared_from_an_interface_and_added_to_it_in_one_state() {
+    netns_tests::skip_unless_root!();
+    node_with_eth1();
+    ip(&[
+        "route",
+        "add",
+        "198.51.100.0/24",
+        "via",
+        "192.0.2.1",
+        "dev",
+        "eth1",
+    ]);
+    let (_dir, journal) = journal();
+    let wanted = desired(json!({"routes": {"config": [
+        {"next-hop-interface": "eth1", "state": "absent"},
+        {"destination": "203.0.113.0/24", "next-hop-address": "192.0.2.1",
+         "next-hop-interface": "eth1"}
+    ]}}));
+    apply(&wanted, &journal)
+        .expect("apply")
+        .commit()
+        .expect("commit");
+    let routes = ip(&["route", "show", "dev", "eth1"]);
+    assert!(routes.contains("203.0.113.0/24"), "{routes}");
+    assert!(!routes.contains("198.51.100.0/24"), "{routes}");
 }
