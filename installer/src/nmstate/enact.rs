@@ -1,9 +1,11 @@
 //! One policy on this node, as upstream's handler does it: the enactment written first (so
 //! `kubectl get nnce` shows the node progressing), a slot of the policy's `maxUnavailable`
 //! claimed, the desired state applied as a transaction and probed, kept or rolled back, the
-//! enactment and the policy's conditions written, the slot released.
+//! enactment and the policy's conditions written, the slot released. A node that finds no free
+//! slot is Pending and tries again at the next change of the policy (a slot released is one).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use tracing::{info, warn};
 
 use super::conditions::{self, Enactment, Rollout};
 use super::probes::{self, Probe};
-use super::resources::{self, CONFIGURING_ANNOTATION, HANDLER_SELECTOR, NODE_LABEL, POLICY_LABEL};
+use super::resources::{self, HANDLER_SELECTOR, NODE_LABEL, POLICY_LABEL};
 use super::rollout;
 use crate::error::{Error, Result};
 
@@ -24,8 +26,6 @@ use crate::error::{Error, Result};
 const TRIES: u32 = 5;
 const FIRST_WAIT: Duration = Duration::from_secs(1);
 const LONGEST_WAIT: Duration = Duration::from_secs(30);
-/// How often a node waiting for a slot of `maxUnavailable` asks again.
-const SLOT_POLL: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -45,15 +45,68 @@ pub struct Handler {
     enactments: Api<DynamicObject>,
 }
 
-/// Whether a sync changed the node (the state report is then refreshed at once).
-pub type Changed = bool;
-
-/// What a sync saw: whether it changed the node, and the links the node's policies name (the
-/// state report shows them even where it hides pods' veths).
+/// What a sync saw.
 #[derive(Debug, Default)]
 pub struct Synced {
-    pub changed: Changed,
+    /// It changed the node (the state report is then refreshed at once).
+    pub changed: bool,
+    /// Some policy waits here for a slot of its `maxUnavailable`.
+    pub pending: bool,
+    /// The links the node's policies name (the state report shows them even where it hides
+    /// pods' veths).
     pub named: Vec<String>,
+    /// Each policy's generation, as listed: a watch event of the same generation (another
+    /// node's status write) needs no sync, unless this node waits for a slot.
+    pub generations: BTreeMap<String, i64>,
+}
+
+/// How one policy went on this node.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Reconciled {
+    changed: bool,
+    pending: bool,
+}
+
+/// Why an apply did not keep its change: the enactment's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ApplyError {
+    /// Nothing was changed, and trying again cannot help.
+    Refused(String),
+    /// A probe failed and the change was rolled back: not tried again, as the probe already
+    /// kept the node cut off for its whole timeout.
+    Probe(String),
+    /// The change failed (and was rolled back): worth another try.
+    Failed(String),
+    /// Putting the node back failed: nothing more is tried until the journal is restored.
+    RollbackFailed(String),
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyError::Refused(m) => write!(f, "refused: {m}"),
+            ApplyError::Probe(m) | ApplyError::Failed(m) | ApplyError::RollbackFailed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+/// Whether an apply is a policy's first on this node, or its state put back at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Started {
+    Fresh,
+    Again,
+}
+
+enum Slot {
+    Claimed,
+    /// Every slot is taken: Pending until one is released.
+    Full,
+    /// The rollout's failures reached `maxUnavailable`.
+    Aborted,
+    /// The policy changed while this node waited: its new generation is reconciled next.
+    Stale,
 }
 
 impl Handler {
@@ -71,16 +124,8 @@ impl Handler {
         })
     }
 
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
     pub fn node_uid(&self) -> &str {
         &self.node_uid
-    }
-
-    fn journal(&self) -> PathBuf {
-        self.opts.state_dir.join("apply.journal")
     }
 
     /// Every policy, oldest first (as upstream orders them). With `reapply`, policies already
@@ -108,8 +153,14 @@ impl Handler {
         let mut synced = Synced::default();
         for policy in &list {
             let name = policy.metadata.name.clone().unwrap_or_default();
+            synced
+                .generations
+                .insert(name.clone(), policy.metadata.generation.unwrap_or(0));
             match self.reconcile(policy, &labels, reapply).await {
-                Ok(c) => synced.changed |= c,
+                Ok(r) => {
+                    synced.changed |= r.changed;
+                    synced.pending |= r.pending;
+                }
                 Err(e) => warn!("policy {name}: {}", e.report()),
             }
             if rollout::matches(&policy.data["spec"]["nodeSelector"], &labels) {
@@ -137,18 +188,19 @@ impl Handler {
             let gone = !policies.iter().any(|p| p.metadata.name.as_ref() == policy);
             let name = e.metadata.name.unwrap_or_default();
             if gone {
-                match self
-                    .enactments
-                    .delete(&name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => info!("enactment {name} removed: its policy is gone"),
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(Error::kube(format!("deleting enactment {name}"), e)),
-                }
+                self.delete_enactment(&name).await?;
+                info!("enactment {name} removed: its policy is gone");
             }
         }
         Ok(())
+    }
+
+    async fn delete_enactment(&self, name: &str) -> Result<()> {
+        match self.enactments.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(Error::kube(format!("deleting enactment {name}"), e)),
+        }
     }
 
     async fn node_labels(&self) -> Result<BTreeMap<String, String>> {
@@ -164,7 +216,7 @@ impl Handler {
         policy: &DynamicObject,
         labels: &BTreeMap<String, String>,
         reapply: bool,
-    ) -> Result<Changed> {
+    ) -> Result<Reconciled> {
         let name = policy.metadata.name.clone().unwrap_or_default();
         let generation = policy.metadata.generation.unwrap_or(0);
         let enactment_name = resources::enactment_name(&self.opts.node_name, &name);
@@ -176,13 +228,11 @@ impl Handler {
         if !rollout::matches(&policy.data["spec"]["nodeSelector"], labels) {
             if existing.is_some() {
                 info!("policy {name} no longer matches this node: enactment removed");
-                self.enactments
-                    .delete(&enactment_name, &DeleteParams::default())
-                    .await
-                    .map_err(|e| Error::kube(format!("deleting enactment {enactment_name}"), e))?;
+                self.release_slot(&name).await?;
+                self.delete_enactment(&enactment_name).await?;
                 self.write_policy_status(&name).await?;
             }
-            return Ok(false);
+            return Ok(Reconciled::default());
         }
         let status = existing.as_ref().map(|e| &e.data["status"]);
         let enacted = status
@@ -191,28 +241,12 @@ impl Handler {
         let desired = &policy.data["spec"]["desiredState"];
         match enacted {
             Some(Enactment::Available) if reapply => {
-                // Applied again quietly: when the kernel still holds it, nothing changes.
-                return match self.apply(desired, Started::Again).await {
-                    Ok(summary) => {
-                        info!("policy {name}: applied again after start ({summary})");
-                        Ok(true)
-                    }
-                    Err(why) => {
-                        warn!("policy {name}: applying again after start failed: {why}");
-                        self.write_enactment(
-                            &enactment_name,
-                            generation,
-                            desired,
-                            &Enactment::Failing(why),
-                        )
-                        .await?;
-                        self.write_policy_status(&name).await?;
-                        Ok(false)
-                    }
-                };
+                return self
+                    .apply_again(&name, &enactment_name, generation, desired)
+                    .await;
             }
             Some(Enactment::Available | Enactment::Failing(_) | Enactment::Aborted) => {
-                return Ok(false)
+                return Ok(Reconciled::default())
             }
             _ => {}
         }
@@ -225,10 +259,19 @@ impl Handler {
                 .await
                 .map_err(|e| Error::kube(format!("creating enactment {enactment_name}"), e))?;
         }
-        let outcome = match self
-            .claim_slot(&name, generation, &enactment_name, desired)
-            .await?
-        {
+        let outcome = match self.claim_slot(&name, generation).await? {
+            Slot::Stale => return Ok(Reconciled::default()),
+            Slot::Full => {
+                if enacted != Some(Enactment::Pending) {
+                    self.write_enactment(&enactment_name, generation, desired, &Enactment::Pending)
+                        .await?;
+                    self.write_policy_status(&name).await?;
+                }
+                return Ok(Reconciled {
+                    changed: false,
+                    pending: true,
+                });
+            }
             Slot::Aborted => Enactment::Aborted,
             Slot::Claimed => {
                 self.write_enactment(
@@ -238,14 +281,16 @@ impl Handler {
                     &Enactment::Progressing,
                 )
                 .await?;
-                let outcome = match self.apply_with_retries(&name, desired).await {
+                // At once: a policy just changed says so, not its previous generation's state.
+                self.write_policy_status(&name).await?;
+                let outcome = match self.apply_with_retries(&name, policy, Started::Fresh).await {
                     Ok(summary) => {
                         info!("policy {name}: configured ({summary})");
                         Enactment::Available
                     }
                     Err(why) => {
                         warn!("policy {name}: {why}");
-                        Enactment::Failing(why)
+                        Enactment::Failing(why.to_string())
                     }
                 };
                 // The enactment's result first: a node that finished is no longer counted as
@@ -261,47 +306,90 @@ impl Handler {
                 .await?;
         }
         self.write_policy_status(&name).await?;
-        Ok(outcome == Enactment::Available)
+        Ok(Reconciled {
+            changed: outcome == Enactment::Available,
+            pending: false,
+        })
     }
 
-    /// Applies, retrying what may pass next time (not a refusal), as upstream does.
-    async fn apply_with_retries(
+    /// A policy enacted here before the handler started, applied again quietly: when the
+    /// kernel still holds it, nothing changes and nothing is probed.
+    async fn apply_again(
         &self,
-        policy: &str,
+        name: &str,
+        enactment: &str,
+        generation: i64,
         desired: &Value,
-    ) -> std::result::Result<String, String> {
-        let mut wait = FIRST_WAIT;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.apply(desired, Started::Fresh).await {
-                Ok(summary) => return Ok(summary),
-                // A refusal changed nothing, and a failed probe already cut the node off for
-                // the whole probe timeout: neither is tried again.
-                Err(why)
-                    if tries >= TRIES || why.starts_with(REFUSED) || why.starts_with(PROBE) =>
-                {
-                    return Err(why)
-                }
-                Err(why) => {
-                    warn!(
-                        "policy {policy}: try {tries} of {TRIES} failed, again in {wait:?}: {why}"
-                    );
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(LONGEST_WAIT);
-                }
+    ) -> Result<Reconciled> {
+        let policy = self
+            .policies
+            .get(name)
+            .await
+            .map_err(|e| Error::kube(format!("reading policy {name}"), e))?;
+        match self.apply(&policy, Started::Again).await {
+            Ok(summary) => {
+                info!("policy {name}: applied again after start ({summary})");
+                Ok(Reconciled {
+                    changed: true,
+                    pending: false,
+                })
+            }
+            Err(why) => {
+                warn!("policy {name}: applying again after start failed: {why}");
+                let failed = Enactment::Failing(why.to_string());
+                self.write_enactment(enactment, generation, desired, &failed)
+                    .await?;
+                self.write_policy_status(name).await?;
+                Ok(Reconciled::default())
             }
         }
     }
 
-    /// One transaction: parse, apply (journal first), probe, then commit or roll back. The
-    /// error is the enactment's message.
+    /// Applies, trying again what may pass next time, as upstream does: not a refusal, a
+    /// failed probe or a failed rollback.
+    async fn apply_with_retries(
+        &self,
+        name: &str,
+        policy: &DynamicObject,
+        started: Started,
+    ) -> std::result::Result<String, ApplyError> {
+        let mut wait = FIRST_WAIT;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.apply(policy, started).await {
+                Ok(summary) => return Ok(summary),
+                Err(ApplyError::Failed(why)) if tries < TRIES => {
+                    warn!("policy {name}: try {tries} of {TRIES} failed, again in {wait:?}: {why}");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(LONGEST_WAIT);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One transaction: parse, apply (journal first), probe, then commit or roll back. A
+    /// journal an earlier apply left (its rollback failed) is restored first: no new change is
+    /// made over a node that is not back.
     async fn apply(
         &self,
-        desired: &Value,
+        policy: &DynamicObject,
         started: Started,
-    ) -> std::result::Result<String, String> {
-        let desired = DesiredState::parse(desired).map_err(|e| format!("{REFUSED}{e}"))?;
+    ) -> std::result::Result<String, ApplyError> {
+        let journal = super::journal_path(&self.opts.state_dir);
+        let restore = journal.clone();
+        let restored = blocking(move || nmstate_netlink::recover(&restore))
+            .await?
+            .map_err(|e| {
+                ApplyError::RollbackFailed(format!(
+                    "an earlier change could not be undone, nothing more is applied: {e}"
+                ))
+            })?;
+        if let Some(what) = restored {
+            warn!("an earlier change was undone first: {what}");
+        }
+        let desired = parse(policy).map_err(ApplyError::Refused)?;
         let mut probes = self.opts.probes.clone();
         if started == Started::Again {
             // A node that just booted may not be Ready until its policies are back (its
@@ -309,79 +397,78 @@ impl Handler {
             probes.retain(|p| *p != Probe::NodeReady);
         }
         let plan = probes::before(&probes).await;
-        let journal = self.journal();
-        let applied =
-            tokio::task::spawn_blocking(move || nmstate_netlink::apply(&desired, &journal))
-                .await
-                .map_err(|e| format!("the apply did not finish: {e}"))?
-                .map_err(|e| match e {
-                    nmstate_netlink::Error::Refused(_) => format!("{REFUSED}{e}"),
-                    e => e.to_string(),
-                })?;
+        let applied = blocking(move || nmstate_netlink::apply(&desired, &journal))
+            .await?
+            .map_err(|e| match e {
+                nmstate_netlink::Error::Refused(m) => ApplyError::Refused(m),
+                e @ nmstate_netlink::Error::RollbackFailed { .. } => {
+                    ApplyError::RollbackFailed(e.to_string())
+                }
+                e => ApplyError::Failed(e.to_string()),
+            })?;
         let summary = applied.summary().replace('\n', "; ");
-        match plan
-            .run(&self.client, &self.opts.node_name, self.opts.probe_timeout)
-            .await
-        {
+        // Nothing changed, nothing to probe: a no-op must not fail for an API server that is
+        // away for a moment.
+        let probed = if applied.changed() {
+            plan.run(&self.client, &self.opts.node_name, self.opts.probe_timeout)
+                .await
+        } else {
+            Ok(())
+        };
+        match probed {
             Ok(()) => {
-                tokio::task::spawn_blocking(move || applied.commit())
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())?;
+                blocking(move || applied.commit())
+                    .await?
+                    .map_err(|e| ApplyError::Failed(e.to_string()))?;
                 Ok(summary)
             }
-            Err(probe) => {
-                let rolled_back = tokio::task::spawn_blocking(move || applied.rollback())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                match rolled_back {
-                    Ok(()) => Err(format!("{probe}; rolled back")),
-                    Err(e) => Err(format!("{probe}; rolling back failed: {e}")),
-                }
-            }
+            Err(probe) => match blocking(move || applied.rollback()).await? {
+                Ok(()) => Err(ApplyError::Probe(format!("{probe}; rolled back"))),
+                Err(e) => Err(ApplyError::RollbackFailed(format!(
+                    "{probe}; rolling back failed: {e}"
+                ))),
+            },
         }
     }
 
-    /// Waits for a slot of the policy's `maxUnavailable` (the enactment Pending meanwhile),
-    /// or gives up when the rollout's failures reached it.
-    async fn claim_slot(
-        &self,
-        policy: &str,
-        generation: i64,
-        enactment: &str,
-        desired: &Value,
-    ) -> Result<Slot> {
-        let mut pending_written = false;
+    /// Claims a slot of the policy's `maxUnavailable` for this node, if one is free. Holders
+    /// that are no longer configuring (their node gone, without a handler or not matching any
+    /// more, or their enactment of this generation finished: a handler that died before it
+    /// released) are dropped on the way, so a slot never leaks.
+    async fn claim_slot(&self, policy: &str, generation: i64) -> Result<Slot> {
         loop {
             let object = self
                 .policies
                 .get(policy)
                 .await
                 .map_err(|e| Error::kube(format!("reading policy {policy}"), e))?;
-            let mut holders = resources::configuring(&object);
+            if object.metadata.generation.unwrap_or(0) != generation {
+                return Ok(Slot::Stale);
+            }
+            let holders = resources::configuring(&object);
             if holders.contains(&self.opts.node_name) {
                 return Ok(Slot::Claimed);
             }
-            let rollout = self.rollout(policy, &object).await?;
-            let limit =
-                rollout::max_unavailable(&object.data["spec"]["maxUnavailable"], rollout.matching)
-                    .map_err(Error::msg)?;
-            if rollout.failing >= limit {
+            let observed = self.observe(policy, &object).await?;
+            let limit = rollout::max_unavailable(
+                &object.data["spec"]["maxUnavailable"],
+                observed.rollout.matching,
+            )
+            .map_err(Error::msg)?;
+            if observed.rollout.failing >= limit {
                 return Ok(Slot::Aborted);
             }
-            if holders.len() < limit {
-                holders.push(self.opts.node_name.clone());
-                if self.set_holders(&object, &holders).await? {
-                    return Ok(Slot::Claimed);
+            let mut live = rollout::live_holders(&holders, &observed.matching, &observed.finished);
+            if live.len() >= limit {
+                if live != holders && !self.set_holders(&object, &live).await? {
+                    continue;
                 }
-                continue;
+                return Ok(Slot::Full);
             }
-            if !pending_written {
-                self.write_enactment(enactment, generation, desired, &Enactment::Pending)
-                    .await?;
-                pending_written = true;
+            live.push(self.opts.node_name.clone());
+            if self.set_holders(&object, &live).await? {
+                return Ok(Slot::Claimed);
             }
-            tokio::time::sleep(SLOT_POLL).await;
         }
     }
 
@@ -403,40 +490,27 @@ impl Handler {
         }
     }
 
-    /// Writes the holders if the policy is still as read; false on a conflict (read again).
+    /// Writes the holders into the policy's status if the policy is still as read; false on a
+    /// conflict (read again).
     async fn set_holders(&self, object: &DynamicObject, holders: &[String]) -> Result<bool> {
         let name = object.metadata.name.clone().unwrap_or_default();
-        let value = if holders.is_empty() {
-            Value::Null
-        } else {
-            json!(holders.join(" "))
-        };
         let patch = json!({
-            "metadata": {
-                "resourceVersion": object.metadata.resource_version,
-                "annotations": { CONFIGURING_ANNOTATION: value },
-            },
-        });
-        match self
-            .policies
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => return Ok(false),
-            Err(e) => return Err(Error::kube(format!("claiming a slot of policy {name}"), e)),
-        }
-        let status = json!({
+            "metadata": { "resourceVersion": object.metadata.resource_version },
             "status": {
+                resources::CONFIGURING_FIELD: holders,
                 "unavailableNodeCount": holders.len(),
                 "lastUnavailableNodeCountUpdate": resources::now(),
             },
         });
-        self.policies
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        match self
+            .policies
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| Error::kube(format!("writing the status of policy {name}"), e))?;
-        Ok(true)
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(Error::kube(format!("claiming a slot of policy {name}"), e)),
+        }
     }
 
     /// The enactment's status: what was asked, for which generation, and how it went.
@@ -470,7 +544,7 @@ impl Handler {
 
     /// What the enactments of the policy's generation say, over the nodes that match it and
     /// run a handler (upstream counts the same nodes).
-    async fn rollout(&self, policy: &str, object: &DynamicObject) -> Result<Rollout> {
+    async fn observe(&self, policy: &str, object: &DynamicObject) -> Result<Observed> {
         let generation = object.metadata.generation.unwrap_or(0);
         let selector = &object.data["spec"]["nodeSelector"];
         let nodes = node_api(&self.client)
@@ -478,12 +552,14 @@ impl Handler {
             .await
             .map_err(|e| Error::kube("listing the nodes", e))?;
         let handler_pods: Api<Pod> = Api::all(self.client.clone());
+        // Handlers that run: a pod that cannot start would keep every policy progressing.
         let handler_nodes: Vec<String> = handler_pods
             .list(&ListParams::default().labels(HANDLER_SELECTOR))
             .await
             .map_err(|e| Error::kube("listing the handler's pods", e))?
             .items
             .into_iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
             .filter_map(|p| p.spec.and_then(|s| s.node_name))
             .collect();
         let matching: Vec<String> = nodes
@@ -501,9 +577,13 @@ impl Handler {
             .list(&ListParams::default().labels(&format!("{POLICY_LABEL}={policy}")))
             .await
             .map_err(|e| Error::kube(format!("listing the enactments of policy {policy}"), e))?;
-        let mut rollout = Rollout {
-            matching: matching.len(),
-            ..Rollout::default()
+        let mut observed = Observed {
+            rollout: Rollout {
+                matching: matching.len(),
+                ..Rollout::default()
+            },
+            matching,
+            finished: Vec::new(),
         };
         for e in enactments.items {
             let node = e
@@ -513,19 +593,22 @@ impl Handler {
                 .and_then(|l| l.get(NODE_LABEL))
                 .cloned();
             let status = &e.data["status"];
-            if !node.is_some_and(|n| matching.contains(&n))
-                || status["policyGeneration"].as_i64() != Some(generation)
-            {
+            let Some(node) = node.filter(|n| observed.matching.contains(n)) else {
+                continue;
+            };
+            if status["policyGeneration"].as_i64() != Some(generation) {
                 continue;
             }
-            match Enactment::read(&status["conditions"]) {
-                Some(Enactment::Available) => rollout.available += 1,
-                Some(Enactment::Failing(_)) => rollout.failing += 1,
-                Some(Enactment::Aborted) => rollout.aborted += 1,
-                _ => {}
-            }
+            let finished = match Enactment::read(&status["conditions"]) {
+                Some(Enactment::Available) => &mut observed.rollout.available,
+                Some(Enactment::Failing(_)) => &mut observed.rollout.failing,
+                Some(Enactment::Aborted) => &mut observed.rollout.aborted,
+                _ => continue,
+            };
+            *finished += 1;
+            observed.finished.push(node);
         }
-        Ok(rollout)
+        Ok(observed)
     }
 
     /// The policy's conditions from its enactments; written only when they say something new,
@@ -540,9 +623,9 @@ impl Handler {
             else {
                 return Ok(());
             };
-            let rollout = self.rollout(policy, &object).await?;
+            let observed = self.observe(policy, &object).await?;
             let old = &object.data["status"]["conditions"];
-            let next = rollout.conditions(old, &resources::now());
+            let next = observed.rollout.conditions(old, &resources::now());
             if conditions::same(old, &next) {
                 return Ok(());
             }
@@ -568,22 +651,33 @@ impl Handler {
     }
 }
 
-/// Whether an apply is a policy's first on this node, or its state put back at start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Started {
-    Fresh,
-    Again,
+/// A policy's rollout as observed: the counts, the matching nodes, and the nodes whose
+/// enactment of the current generation finished.
+struct Observed {
+    rollout: Rollout,
+    matching: Vec<String>,
+    finished: Vec<String>,
 }
 
-enum Slot {
-    Claimed,
-    Aborted,
+/// The policy's desired state, parsed; what we do not apply is refused by name. `capture`
+/// (nmpolicy templates) is not implemented: a policy using it is refused rather than applied
+/// with its template text.
+fn parse(policy: &DynamicObject) -> std::result::Result<DesiredState, String> {
+    let capture = &policy.data["spec"]["capture"];
+    if capture.as_object().is_some_and(|c| !c.is_empty()) {
+        return Err("spec.capture (nmpolicy captures) is not supported".to_string());
+    }
+    DesiredState::parse(&policy.data["spec"]["desiredState"]).map_err(|e| e.to_string())
 }
 
-/// Marks a message as a refusal: nothing was changed and trying again cannot help.
-const REFUSED: &str = "refused: ";
-/// Starts the message of an apply that a probe rolled back (`probes::Plan::run`'s words).
-const PROBE: &str = "probe ";
+/// Runs `f` on a blocking thread (netlink and file system calls).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, ApplyError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApplyError::Failed(format!("the apply did not finish: {e}")))
+}
 
 fn node_api(client: &Client) -> Api<Node> {
     Api::all(client.clone())

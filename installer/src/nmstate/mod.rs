@@ -17,19 +17,21 @@ pub mod resources;
 pub mod rollout;
 pub mod state_report;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{WatchEvent, WatchParams};
+use kube::api::{DynamicObject, WatchEvent, WatchParams};
 use tokio::signal::unix::SignalKind;
+use tokio::time::MissedTickBehavior;
 use tracing::{info, warn};
 
 use crate::error::{Error, Result};
 use crate::link_events::LinkWatch;
 use crate::lock::DirLock;
-use enact::Handler;
 pub use enact::Options;
+use enact::{Handler, Synced};
 use state_report::StateReport;
 
 /// Where the DaemonSet mounts the node's directory of the handler.
@@ -38,6 +40,11 @@ pub const DEFAULT_STATE_DIR: &str = "/run/kubernetes-nmstate";
 const RESYNC: Duration = Duration::from_secs(60);
 /// Link notifications within this long after the first make one state refresh.
 const SETTLE: Duration = Duration::from_millis(500);
+
+/// The apply's journal: what it takes to put the node back, until the change is kept.
+pub fn journal_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("apply.journal")
+}
 
 /// The file whose presence is the handler's readiness.
 pub fn ready_mark(state_dir: &Path) -> PathBuf {
@@ -68,7 +75,7 @@ pub fn run(opts: &Options) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("removing", &mark, e)),
     }
-    let journal = opts.state_dir.join("apply.journal");
+    let journal = journal_path(&opts.state_dir);
     if let Some(restored) = nmstate_netlink::recover(&journal)
         .map_err(|e| Error::msg(format!("restoring {}: {e}", journal.display())))?
     {
@@ -86,8 +93,10 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
     let client = crate::run::api_client().await?;
     let handler = Handler::new(client.clone(), opts.clone()).await?;
     let mut report = StateReport::new(&client, &opts.node_name, handler.node_uid());
+    let mut seen = Seen::default();
     let started = async {
         let synced = handler.sync(true).await?;
+        seen.took(&synced);
         report.set_named(synced.named);
         // The policies are what readiness means; a state not written now is at the next try.
         if let Err(e) = report.refresh().await {
@@ -109,6 +118,8 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         .ok();
     let policies = resources::policies(&client);
     let mut ticker = tokio::time::interval(RESYNC);
+    // After a long apply, one resync, not one per tick missed.
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ticker.tick().await;
     let mut version = String::from("0");
     loop {
@@ -128,7 +139,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
                     return Ok(());
                 }
                 _ = ticker.tick() => {
-                    sync_and_report(&handler, &mut report).await;
+                    sync_and_report(&handler, &mut report, &mut seen).await;
                 }
                 () = link_change(&mut links) => {
                     if let Err(e) = report.refresh().await {
@@ -136,9 +147,15 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
                     }
                 }
                 event = events.next() => match event {
-                    Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
+                    Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+                        version = o.metadata.resource_version.clone().unwrap_or_default();
+                        if seen.needs_sync(&o) {
+                            sync_and_report(&handler, &mut report, &mut seen).await;
+                        }
+                    }
+                    Some(Ok(WatchEvent::Deleted(o))) => {
                         version = o.metadata.resource_version.unwrap_or_default();
-                        sync_and_report(&handler, &mut report).await;
+                        sync_and_report(&handler, &mut report, &mut seen).await;
                     }
                     Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
                     Some(Ok(WatchEvent::Error(e))) => {
@@ -161,9 +178,33 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
     }
 }
 
-async fn sync_and_report(handler: &Handler, report: &mut StateReport) {
+/// What the last sync saw, to tell which watch events need another: a policy's new
+/// generation does; another node's write of its status does only while this node waits for a
+/// slot (a slot released is such a write).
+#[derive(Debug, Default)]
+struct Seen {
+    generations: BTreeMap<String, i64>,
+    pending: bool,
+}
+
+impl Seen {
+    fn took(&mut self, synced: &Synced) {
+        self.generations = synced.generations.clone();
+        self.pending = synced.pending;
+    }
+
+    fn needs_sync(&self, policy: &DynamicObject) -> bool {
+        let name = policy.metadata.name.as_deref().unwrap_or_default();
+        self.pending || self.generations.get(name).copied() != policy.metadata.generation
+    }
+}
+
+async fn sync_and_report(handler: &Handler, report: &mut StateReport, seen: &mut Seen) {
     match handler.sync(false).await {
-        Ok(synced) => report.set_named(synced.named),
+        Ok(synced) => {
+            seen.took(&synced);
+            report.set_named(synced.named);
+        }
         Err(e) => warn!("{}", e.report()),
     }
     if let Err(e) = report.refresh().await {

@@ -166,9 +166,9 @@ fn gateway_in(table: &str) -> Option<Ipv4Addr> {
         if *dst != "00000000" || *mask != "00000000" {
             return None;
         }
-        // Little-endian hex, as the kernel prints it.
+        // The address's bytes as one native integer, printed in hex.
         let raw = u32::from_str_radix(gw, 16).ok()?;
-        (raw != 0).then(|| Ipv4Addr::from(raw.swap_bytes()))
+        (raw != 0).then(|| Ipv4Addr::from(raw.to_ne_bytes()))
     })
 }
 
@@ -187,8 +187,15 @@ pub fn ping(to: Ipv4Addr, wait: Duration) -> io::Result<()> {
     }
     let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-    let id = (std::process::id() & 0xffff) as u16;
-    let packet = echo_request(id, 1);
+    // The raw socket sees every echo reply on the node: ours is told by an identifier and a
+    // sequence number that change with every probe, and by its payload.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default()
+        ^ std::process::id();
+    let (id, seq) = ((nonce >> 16) as u16, nonce as u16);
+    let packet = echo_request(id, seq);
     let addr = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: 0,
@@ -242,7 +249,7 @@ pub fn ping(to: Ipv4Addr, wait: Duration) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         let reply = &buf[..usize::try_from(n).unwrap_or(0)];
-        if is_echo_reply(reply, to, id) {
+        if is_echo_reply(reply, to, &packet) {
             return Ok(());
         }
     }
@@ -270,9 +277,9 @@ fn checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// A raw IPv4 socket hands over the IP header too: the source must be `from`, the ICMP type an
-/// echo reply (0) with our identifier.
-fn is_echo_reply(packet: &[u8], from: Ipv4Addr, id: u16) -> bool {
+/// A raw IPv4 socket hands over the IP header too: the source must be `from`, the ICMP type
+/// an echo reply (0), and identifier, sequence and payload those of `request`.
+fn is_echo_reply(packet: &[u8], from: Ipv4Addr, request: &[u8]) -> bool {
     let Some(first) = packet.first() else {
         return false;
     };
@@ -280,10 +287,10 @@ fn is_echo_reply(packet: &[u8], from: Ipv4Addr, id: u16) -> bool {
     let source = packet
         .get(12..16)
         .map(|s| Ipv4Addr::new(s[0], s[1], s[2], s[3]));
-    let icmp = packet.get(header..header + 8);
+    let icmp = packet.get(header..);
     match (source, icmp) {
-        (Some(source), Some(icmp)) => {
-            source == from && icmp[0] == 0 && u16::from_be_bytes([icmp[4], icmp[5]]) == id
+        (Some(source), Some(icmp)) if icmp.len() == request.len() => {
+            source == from && icmp[0] == 0 && icmp[4..] == request[4..]
         }
         _ => false,
     }
@@ -307,6 +314,21 @@ mod tests {
         let table = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n\
                      eth0\t00FFFFAC\t00000000\t0001\t0\t0\t0\t00FFFFFF\n";
         assert_eq!(gateway_in(table), None);
+    }
+
+    #[test]
+    fn only_the_reply_to_this_request_counts() {
+        let request = echo_request(0x1234, 7);
+        let mut reply = vec![0x45u8];
+        reply.extend_from_slice(&[0; 11]);
+        reply.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        let mut icmp = request.clone();
+        icmp[0] = 0;
+        reply.extend_from_slice(&icmp);
+        let gw = Ipv4Addr::new(10, 0, 0, 1);
+        assert!(is_echo_reply(&reply, gw, &request));
+        assert!(!is_echo_reply(&reply, Ipv4Addr::new(10, 0, 0, 9), &request));
+        assert!(!is_echo_reply(&reply, gw, &echo_request(0x1234, 8)));
     }
 
     #[test]

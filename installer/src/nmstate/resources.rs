@@ -12,10 +12,11 @@ pub const POLICY_LABEL: &str = "nmstate.io/policy";
 pub const NODE_LABEL: &str = "nmstate.io/node";
 /// The label of the handler's pods: a node counts for a policy only where one runs.
 pub const HANDLER_SELECTOR: &str = "component=kubernetes-nmstate-handler";
-/// The nodes configuring a policy's current generation now, space-separated: the rollout's
-/// semaphore, claimed and released with the policy's resourceVersion as the lock.
-/// `status.unavailableNodeCount` shows how many there are.
-pub const CONFIGURING_ANNOTATION: &str = "nmstate.io/configuring-nodes";
+/// The policy's status field listing the nodes configuring its current generation now: the
+/// rollout's semaphore, claimed and released with the policy's resourceVersion as the lock
+/// (`unavailableNodeCount`, upstream's field, counts them). In the status, so that the handler
+/// needs no right to change a policy's spec.
+pub const CONFIGURING_FIELD: &str = "configuringNodes";
 
 fn api(client: &Client, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk(GROUP, version, kind);
@@ -88,15 +89,14 @@ pub fn new_state(node: &str, node_uid: &str) -> Value {
     })
 }
 
-/// The nodes in the configuring annotation.
+/// The nodes in the policy's `status.configuringNodes`.
 pub fn configuring(policy: &DynamicObject) -> Vec<String> {
-    policy
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(CONFIGURING_ANNOTATION))
-        .map(|s| s.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default()
+    policy.data["status"][CONFIGURING_FIELD]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect()
 }
 
 /// Now, as the API's timestamps are written.

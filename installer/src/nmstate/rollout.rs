@@ -42,6 +42,17 @@ pub fn max_unavailable(value: &Value, matching: usize) -> Result<usize, String> 
     Ok(limit.max(1))
 }
 
+/// The holders of a policy's slots that still configure it: their node matches and runs a
+/// handler, and their enactment of this generation has not finished. Anyone else (a node
+/// removed, a handler that died after it finished but before it released) gives its slot up.
+pub fn live_holders(holders: &[String], matching: &[String], finished: &[String]) -> Vec<String> {
+    holders
+        .iter()
+        .filter(|h| matching.contains(h) && !finished.contains(h))
+        .cloned()
+        .collect()
+}
+
 fn percent(text: &str, matching: usize) -> Result<usize, String> {
     let number = text.trim_end_matches('%');
     let pct: usize = number
@@ -105,6 +116,31 @@ mod tests {
         assert_eq!(max_unavailable(&json!("3"), 10), Ok(3));
         assert_eq!(max_unavailable(&json!("10%"), 15), Ok(2));
         assert_eq!(max_unavailable(&json!(0), 10), Ok(1));
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_holder_whose_node_is_gone_gives_its_slot_up() {
+        let live = live_holders(
+            &names(&["node01", "node03"]),
+            &names(&["node01", "node02"]),
+            &[],
+        );
+        assert_eq!(live, names(&["node01"]));
+    }
+
+    #[test]
+    fn a_holder_that_finished_without_releasing_gives_its_slot_up() {
+        let matching = names(&["node01", "node02"]);
+        let live = live_holders(
+            &names(&["node01", "node02"]),
+            &matching,
+            &names(&["node02"]),
+        );
+        assert_eq!(live, names(&["node01"]));
     }
 
     #[test]

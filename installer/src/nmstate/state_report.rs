@@ -64,10 +64,20 @@ impl StateReport {
         });
         // A merge patch replaces lists whole, and every key of a state is always there (its
         // lists may be empty): what was written before does not linger.
-        self.api
+        let written = self
+            .api
             .patch_status(&self.node, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| Error::kube(format!("writing the state of node {}", self.node), e))?;
+            .await;
+        if let Err(e) = written {
+            // Deleted behind our back: made again at the next refresh.
+            if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+                self.written = None;
+            }
+            return Err(Error::kube(
+                format!("writing the state of node {}", self.node),
+                e,
+            ));
+        }
         self.written = Some(current);
         self.writes += 1;
         Ok(true)

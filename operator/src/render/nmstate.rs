@@ -77,16 +77,16 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
 /// What the handler does through the API, and nothing more.
 fn handler_rules() -> Vec<PolicyRule> {
     vec![
-        // The policies to enact on its node. Update and patch are for a policy's metadata
-        // (the annotations that make every handler look at it again); the spec stays the
-        // user's.
+        // The policies to enact on its node: read only, so that no node can change what every
+        // other node applies.
         common::rule(
             &[GROUP],
             &["nodenetworkconfigurationpolicies"],
-            &["get", "list", "watch", "update", "patch"],
+            &["get", "list", "watch"],
         ),
-        // A policy's conditions, aggregated over its enactments, and its unavailable-node
-        // count: the handlers take a slot by updating it, and a conflicting update is what
+        // A policy's conditions, aggregated over its enactments, and the nodes configuring it
+        // (`configuringNodes`, counted in `unavailableNodeCount`): a handler takes a slot by
+        // writing them under the policy's resourceVersion, and a conflicting write is what
         // keeps more than `maxUnavailable` nodes from configuring at once.
         common::rule(
             &[GROUP],
@@ -344,6 +344,8 @@ fn policy_crd(ctx: &Ctx) -> Value {
             "conditions": conditions(),
             "unavailableNodeCount": {"type": "integer"},
             "unavailableNodeCountMap": integer_map(),
+            // Ours: who holds the slots `unavailableNodeCount` counts.
+            "configuringNodes": {"type": "array", "items": string()},
             "lastUnavailableNodeCountUpdate": date_time(),
         },
     });
@@ -729,9 +731,12 @@ mod tests {
     }
 
     #[test]
-    fn the_handler_can_neither_create_nor_delete_policies() {
-        let policies = verbs(&rendered(), "nodenetworkconfigurationpolicies");
-        assert_eq!(policies, ["get", "list", "watch", "update", "patch"]);
+    fn the_handler_only_reads_policies_and_writes_their_status() {
+        let out = rendered();
+        let policies = verbs(&out, "nodenetworkconfigurationpolicies");
+        assert_eq!(policies, ["get", "list", "watch"]);
+        let status = verbs(&out, "nodenetworkconfigurationpolicies/status");
+        assert_eq!(status, ["get", "update", "patch"]);
     }
 
     #[test]
