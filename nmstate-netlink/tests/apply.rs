@@ -396,24 +396,6 @@ fn absent_on_a_veth_whose_peer_is_in_another_namespace_is_refused() {
 }
 
 #[test]
-fn absent_on_a_bridge_that_holds_a_pods_veth_is_refused() {
-    netns_tests::skip_unless_root!();
-    isolate();
-    let _pod = pod_veth("veth1234");
-    ip(&["link", "add", "cni0", "type", "bridge"]);
-    ip(&["link", "set", "veth1234", "master", "cni0"]);
-    let (_dir, journal) = journal();
-    let absent = desired(
-        json!({"interfaces": [{"name": "cni0", "type": "linux-bridge", "state": "absent"}]}),
-    );
-    match apply(&absent, &journal) {
-        Err(Error::Refused(msg)) => assert!(msg.contains("holds pods' veths (veth1234)"), "{msg}"),
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-    assert!(ip(&["-o", "link", "show", "veth1234"]).contains("master cni0"));
-}
-
-#[test]
 fn routes_can_be_cleared_from_an_interface_and_added_to_it_in_one_state() {
     netns_tests::skip_unless_root!();
     node_with_eth1();
