@@ -89,6 +89,22 @@ pub(crate) struct LinkState {
 }
 
 #[cfg(test)]
+impl RouteState {
+    /// A static route in the main table to `dst` through `oif`: for tests.
+    pub(crate) fn for_test(dst: &str, oif: &str) -> RouteState {
+        RouteState {
+            dst: dst.parse().expect("network"),
+            gw: None,
+            oif: Some(oif.to_string()),
+            table: 254,
+            metric: None,
+            protocol: 3,
+            scope: 253,
+        }
+    }
+}
+
+#[cfg(test)]
 impl LinkState {
     /// A link that is up, MTU 1500, nothing else set: for tests to adjust.
     pub(crate) fn for_test(name: &str, kind: Kind) -> LinkState {

@@ -107,6 +107,20 @@ pub(crate) struct RouteMatch {
     pub table: Option<u32>,
 }
 
+#[cfg(test)]
+impl RouteMatch {
+    /// Every route through `oif`: for tests.
+    pub(crate) fn on(oif: &str) -> RouteMatch {
+        RouteMatch {
+            dst: None,
+            gw: None,
+            oif: Some(oif.to_string()),
+            metric: None,
+            table: None,
+        }
+    }
+}
+
 impl RouteMatch {
     pub(crate) fn matches(&self, r: &RouteState) -> bool {
         self.dst.is_none_or(|d| d == r.dst)

@@ -175,25 +175,11 @@ mod tests {
     use crate::target::RouteMatch;
 
     fn route(dst: &str, oif: &str) -> RouteState {
-        RouteState {
-            dst: dst.parse().expect("network"),
-            gw: None,
-            oif: Some(oif.to_string()),
-            table: 254,
-            metric: None,
-            protocol: 3,
-            scope: 253,
-        }
+        RouteState::for_test(dst, oif)
     }
 
     fn on(oif: &str) -> RouteMatch {
-        RouteMatch {
-            dst: None,
-            gw: None,
-            oif: Some(oif.to_string()),
-            metric: None,
-            table: None,
-        }
+        RouteMatch::on(oif)
     }
 
     #[test]
