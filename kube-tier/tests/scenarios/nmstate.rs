@@ -72,6 +72,18 @@ pub fn deploy_handler(ctx: &Ctx) -> Result<()> {
         reset(ctx)?;
         ctx.apply_nac(WALKTHROUGH_SPEC)?;
     }
+    // The operator may update the handlers for the new probe timeout only now: wait for the
+    // DaemonSet to carry it before its rollout counts.
+    let timeout_arg = format!("{}s", PROBE_TIMEOUT.as_secs());
+    wait_for(
+        "the handler DaemonSet to carry the probe timeout",
+        Duration::from_secs(90),
+        || {
+            let ds = ctx.get(&["get", "daemonset", HANDLER_DS, "-n", NAMESPACE])?;
+            let args = ds["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+            Ok(args.contains(&timeout_arg).then_some(()))
+        },
+    )?;
     ctx.wait_rollout("daemonset", HANDLER_DS)?;
     wait_for(
         "a handler ready on every node",
