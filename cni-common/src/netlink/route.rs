@@ -132,32 +132,16 @@ impl Netlink {
             if msg.header.kind != RouteType::Unicast {
                 continue;
             }
-            let mut oif = None;
-            let mut dst = None;
-            let mut gw = None;
-            let mut table = u32::from(msg.header.table);
-            for attr in &msg.attributes {
-                match attr {
-                    RouteAttribute::Oif(i) => oif = Some(*i),
-                    RouteAttribute::Destination(a) => dst = route_ip(a),
-                    RouteAttribute::Gateway(a) => gw = route_ip(a),
-                    RouteAttribute::Table(t) => table = *t,
-                    _ => {}
-                }
-            }
+            let route = route_info(&msg)?;
             // Older kernels ignore the filter.
-            if oif != Some(index) {
+            if route.oif != Some(index) {
                 continue;
             }
-            let unspecified = if ipv6 {
-                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
-            } else {
-                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
-            };
-            let ip = dst.unwrap_or(unspecified);
-            let dst = IpNetwork::new(ip, msg.header.destination_prefix_length)
-                .map_err(|e| Error::system(format!("route {ip} from the kernel: {e}")))?;
-            routes.push(RouteEntry { dst, gw, table });
+            routes.push(RouteEntry {
+                dst: route.dst,
+                gw: route.gw,
+                table: route.table,
+            });
         }
         Ok(routes)
     }

@@ -6,13 +6,17 @@
 use std::fmt;
 use std::io;
 use std::mem;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use cni_common::netlink::{Netlink, RouteInfo};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::Client;
+
+/// RT_TABLE_MAIN.
+const MAIN_TABLE: u32 = 254;
 
 /// Upstream's probe timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -152,24 +156,21 @@ impl Plan {
     }
 }
 
-/// The IPv4 default route's gateway in the main table, from `/proc/net/route` (this process's
-/// network namespace: the node's, since the handler runs on the host network).
+/// The IPv4 default route's gateway in the main table (`ip route show default`), in this
+/// process's network namespace: the node's, since the handler runs on the host network.
 pub fn default_gateway() -> Option<Ipv4Addr> {
-    let table = std::fs::read_to_string("/proc/net/route").ok()?;
-    gateway_in(&table)
+    let routes = Netlink::current().ok()?.route_list_all().ok()?;
+    gateway_of(&routes)
 }
 
-fn gateway_in(table: &str) -> Option<Ipv4Addr> {
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (dst, gw, mask) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
-        if *dst != "00000000" || *mask != "00000000" {
-            return None;
-        }
-        // The address's bytes as one native integer, printed in hex.
-        let raw = u32::from_str_radix(gw, 16).ok()?;
-        (raw != 0).then(|| Ipv4Addr::from(raw.to_ne_bytes()))
-    })
+fn gateway_of(routes: &[RouteInfo]) -> Option<Ipv4Addr> {
+    routes
+        .iter()
+        .filter(|r| r.table == MAIN_TABLE && r.dst.prefix() == 0)
+        .find_map(|r| match r.gw {
+            Some(IpAddr::V4(gw)) => Some(gw),
+            _ => None,
+        })
 }
 
 /// One ICMP echo to `to` over a raw socket (the handler is privileged), waiting up to `wait`.
@@ -300,20 +301,35 @@ fn is_echo_reply(packet: &[u8], from: Ipv4Addr, request: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn route(dst: &str, gw: Option<&str>, table: u32) -> RouteInfo {
+        RouteInfo {
+            dst: dst.parse().expect("network"),
+            gw: gw.map(|g| g.parse().expect("address")),
+            oif: Some(2),
+            table,
+            metric: None,
+            protocol: 3,
+            scope: 0,
+        }
+    }
+
     #[test]
-    fn the_default_gateway_is_read_from_the_kernels_table() {
-        let table =
-            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
-                     eth0\t00FFFFAC\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
-                     eth0\t00000000\t01FFFFAC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
-        assert_eq!(gateway_in(table), Some(Ipv4Addr::new(172, 255, 255, 1)));
+    fn the_default_gateway_is_the_main_tables_ipv4_default_route() {
+        let routes = [
+            route("172.31.255.0/24", None, MAIN_TABLE),
+            route("0.0.0.0/0", Some("10.0.0.9"), 100),
+            route("::/0", Some("fe80::1"), MAIN_TABLE),
+            route("0.0.0.0/0", Some("172.31.255.1"), MAIN_TABLE),
+        ];
+        assert_eq!(gateway_of(&routes), Some(Ipv4Addr::new(172, 31, 255, 1)));
     }
 
     #[test]
     fn no_default_route_is_no_gateway() {
-        let table = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n\
-                     eth0\t00FFFFAC\t00000000\t0001\t0\t0\t0\t00FFFFFF\n";
-        assert_eq!(gateway_in(table), None);
+        assert_eq!(
+            gateway_of(&[route("172.31.255.0/24", None, MAIN_TABLE)]),
+            None
+        );
     }
 
     #[test]

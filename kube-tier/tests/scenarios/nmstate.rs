@@ -171,6 +171,12 @@ pub fn apply_and_wait_available(ctx: &Ctx, name: &str, manifest: &str) -> Result
             format!("{}.{name}: {kind} {reason}: {message}", node.name())
         })?;
     }
+    wait_available(ctx, name).map(drop)
+}
+
+/// `kubectl wait nncp NAME --for condition=Available --timeout 2m`, the walkthrough's command;
+/// what it printed.
+pub fn wait_available(ctx: &Ctx, name: &str) -> Result<String> {
     ctx.kubectl(&[
         "wait",
         "nncp",
@@ -180,8 +186,17 @@ pub fn apply_and_wait_available(ctx: &Ctx, name: &str, manifest: &str) -> Result
         "--timeout",
         "2m",
     ])
-    .map(drop)
 }
+
+/// br0 removed: every node's `eth1` given back.
+pub const BR0_ABSENT: &str = "interfaces:\n- name: br0\n  type: linux-bridge\n  state: absent\n";
+
+/// The CRDs `nmstate: {}` serves.
+pub const NMSTATE_CRDS: [&str; 3] = [
+    "nodenetworkconfigurationpolicies.nmstate.io",
+    "nodenetworkconfigurationenactments.nmstate.io",
+    "nodenetworkstates.nmstate.io",
+];
 
 /// Deletes the policy (which changes nothing on the nodes, as upstream).
 pub fn delete_policy(ctx: &Ctx, name: &str) -> Result<()> {
@@ -407,15 +422,7 @@ pub fn a_rebooted_node_gets_its_policies_back(ctx: &mut Ctx) -> Result<()> {
     let last = ctx.cluster.nodes().len() - 1;
     let name = ctx.cluster.node(last).name().to_string();
     ctx.apply(&policy("br0-eth1", None, WALKTHROUGH_DESIRED, ""))?;
-    ctx.kubectl(&[
-        "wait",
-        "nncp",
-        "br0-eth1",
-        "--for",
-        "condition=Available",
-        "--timeout",
-        "2m",
-    ])?;
+    wait_available(ctx, "br0-eth1")?;
     ctx.cluster.reboot(last)?;
     let rebooted = Instant::now();
     let node = ctx.cluster.node(last);
@@ -435,8 +442,7 @@ pub fn a_rebooted_node_gets_its_policies_back(ctx: &mut Ctx) -> Result<()> {
             rebooted.elapsed().as_secs_f64()
         );
     }
-    let absent = "interfaces:\n- name: br0\n  type: linux-bridge\n  state: absent\n";
-    apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, absent, ""))?;
+    apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, BR0_ABSENT, ""))?;
     delete_policy(ctx, "br0-eth1")?;
     result
 }
@@ -559,25 +565,13 @@ pub fn removing_nmstate_keeps_the_crds_and_the_policies(ctx: &mut Ctx) -> Result
     let name = "kept-bridge";
     let desired = "interfaces:\n- name: kept0\n  type: linux-bridge\n  state: up\n";
     ctx.apply(&policy(name, None, desired, ""))?;
-    ctx.kubectl(&[
-        "wait",
-        "nncp",
-        name,
-        "--for",
-        "condition=Available",
-        "--timeout",
-        "2m",
-    ])?;
+    wait_available(ctx, name)?;
     ctx.apply_nac("multus: {}\nlinuxBridge: {}\nimagePullPolicy: Always\n")?;
     let result = wait_for("the handler to go", Duration::from_secs(120), || {
         Ok((!ctx.exists("daemonset", HANDLER_DS, Some(NAMESPACE))?).then_some(()))
     })
     .and_then(|()| {
-        for crd in [
-            "nodenetworkconfigurationpolicies.nmstate.io",
-            "nodenetworkconfigurationenactments.nmstate.io",
-            "nodenetworkstates.nmstate.io",
-        ] {
+        for crd in NMSTATE_CRDS {
             check(ctx.exists("crd", crd, None)?, || format!("CRD {crd} removed"))?;
         }
         check(ctx.exists("nncp", name, None)?, || format!("policy {name} removed"))?;
@@ -601,22 +595,13 @@ pub fn removing_nmstate_keeps_the_crds_and_the_policies(ctx: &mut Ctx) -> Result
 /// ten times (each followed by br0 `absent` and the policy deleted): the median and the worst.
 pub fn the_walkthroughs_policy_is_available_in_seconds(ctx: &mut Ctx) -> Result<()> {
     deploy_handler(ctx)?;
-    let absent = "interfaces:\n- name: br0\n  type: linux-bridge\n  state: absent\n";
     let mut took = Vec::new();
     for _ in 0..10 {
         let applied = Instant::now();
         ctx.apply(WALKTHROUGH_POLICY)?;
-        ctx.kubectl(&[
-            "wait",
-            "nncp",
-            "br0-eth1",
-            "--for",
-            "condition=Available",
-            "--timeout",
-            "2m",
-        ])?;
+        wait_available(ctx, "br0-eth1")?;
         took.push(applied.elapsed());
-        apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, absent, ""))?;
+        apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, BR0_ABSENT, ""))?;
         delete_policy(ctx, "br0-eth1")?;
     }
     took.sort();

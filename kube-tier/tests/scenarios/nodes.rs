@@ -17,7 +17,8 @@ use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
 use crate::scenarios::nmstate::{
-    apply_and_wait_available, delete_policy, deploy_handler, policy, WALKTHROUGH_POLICY,
+    apply_and_wait_available, delete_policy, deploy_handler, policy, wait_available, BR0_ABSENT,
+    WALKTHROUGH_POLICY,
 };
 use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::scenarios::pods::{delete_pod, pod_manifest_on, wait_pod_ip};
@@ -183,15 +184,7 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
         "    $ kubectl apply -f br0-eth1.yaml\n    {}",
         ctx.apply(WALKTHROUGH_POLICY)?.trim()
     );
-    let waited = ctx.kubectl(&[
-        "wait",
-        "nncp",
-        "br0-eth1",
-        "--for",
-        "condition=Available",
-        "--timeout",
-        "2m",
-    ])?;
+    let waited = wait_available(ctx, "br0-eth1")?;
     println!(
         "    $ kubectl wait nncp br0-eth1 --for condition=Available --timeout 2m\n    {} ({:.2}s after the apply)",
         waited.trim(),
@@ -243,8 +236,7 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
     let result = pods_cross_over_br0(ctx);
     remove_secondary(ctx);
     let gone = Instant::now();
-    let absent = "interfaces:\n- name: br0\n  type: linux-bridge\n  state: absent\n";
-    apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, absent, ""))?;
+    apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, BR0_ABSENT, ""))?;
     result?;
     for node in ctx.cluster.nodes() {
         let eth1 = node.sh("ip -o link show eth1")?;

@@ -310,11 +310,7 @@ pub fn walkthrough_config(ctx: &mut Ctx) -> Result<()> {
     ctx.apply_nac(crate::scenarios::nmstate::WALKTHROUGH_SPEC)?;
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
     ctx.wait_rollout("daemonset", crate::scenarios::nmstate::HANDLER_DS)?;
-    for crd in [
-        "nodenetworkconfigurationpolicies.nmstate.io",
-        "nodenetworkconfigurationenactments.nmstate.io",
-        "nodenetworkstates.nmstate.io",
-    ] {
+    for crd in crate::scenarios::nmstate::NMSTATE_CRDS {
         check(ctx.exists("crd", crd, None)?, || format!("no CRD {crd}"))?;
     }
     let nac = ctx.nac()?;
