@@ -161,6 +161,11 @@ impl NodeState {
             .filter(|d| d.bridge.and_then(|b| b.vlan_filtering) == Some(true))
             .map(|d| d.link.index)
             .collect();
+        // Every address in one dump, not one per link (a node may have hundreds of links).
+        let mut addresses: BTreeMap<u32, Vec<IpNetwork>> = BTreeMap::new();
+        for (index, addr) in nl.addr_list_all().map_err(read_err)? {
+            addresses.entry(index).or_default().push(addr);
+        }
         let mut links = BTreeMap::new();
         for d in &details {
             let kind = Kind::of(d);
@@ -189,7 +194,7 @@ impl NodeState {
                     (true, Some(id), Some(base)) if !foreign_peer => Some((base.clone(), id)),
                     _ => None,
                 },
-                addresses: nl.addr_list(d.link.index).map_err(read_err)?,
+                addresses: addresses.remove(&d.link.index).unwrap_or_default(),
                 bridge: d.bridge,
                 port: d.bridge_port,
                 port_vlans,

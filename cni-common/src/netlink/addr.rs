@@ -14,20 +14,33 @@ impl Netlink {
     pub fn addr_list(&self, index: u32) -> Result<Vec<IpNetwork>> {
         // With strict checking the kernel filters the dump by index, instead of sending every
         // address of the namespace; the family stays unspecified for both IPv4 and IPv6.
+        let addrs = self.addr_dump(index, &format!("ip addr show dev {index}"))?;
+        // Older kernels ignore the filter.
+        Ok(addrs
+            .into_iter()
+            .filter(|(i, _)| *i == index)
+            .map(|(_, a)| a)
+            .collect())
+    }
+
+    /// `ip addr show`: every address of the namespace in one dump, with its link's index (for
+    /// whoever reads a whole node, instead of one dump per link).
+    pub fn addr_list_all(&self) -> Result<Vec<(u32, IpNetwork)>> {
+        self.addr_dump(0, "ip addr show")
+    }
+
+    /// One address dump (of link `index`, 0 for all): (link index, address) pairs.
+    fn addr_dump(&self, index: u32, doing: &str) -> Result<Vec<(u32, IpNetwork)>> {
         let mut req = AddressMessage::default();
         req.header.index = index;
         let replies = self
             .dump(RouteNetlinkMessage::GetAddress(req))
-            .map_err(|e| Error::wrap(format!("ip addr show dev {index}"), e))?;
+            .map_err(|e| Error::wrap(doing.to_string(), e))?;
         let mut addrs = Vec::with_capacity(replies.len());
         for reply in replies {
             let RouteNetlinkMessage::NewAddress(msg) = reply else {
                 continue;
             };
-            // Older kernels ignore the filter.
-            if msg.header.index != index {
-                continue;
-            }
             // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer's on
             // point-to-point links, and the only one given for IPv6.
             let local = msg.attributes.iter().find_map(|a| match a {
@@ -41,7 +54,7 @@ impl Netlink {
             if let Some(ip) = local.or(address) {
                 let net = IpNetwork::new(ip, msg.header.prefix_len)
                     .map_err(|e| Error::system(format!("address {ip} from the kernel: {e}")))?;
-                addrs.push(net);
+                addrs.push((msg.header.index, net));
             }
         }
         Ok(addrs)
