@@ -270,7 +270,15 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
         }
     };
     let description = obj.string(&["description"])?;
-    let mtu = obj.number(&["mtu"], u32::MAX.into())?.map(|n| n as u32);
+    // The IP layer needs 68 (IPv4's minimum); 65535 is the largest any link takes.
+    let mtu = obj.number(&["mtu"], 65535)?.map(|n| n as u32);
+    if mtu.is_some_and(|m| m < 68) {
+        return Err(refused(
+            &owner,
+            "mtu",
+            "must be 68 or more (IPv4's minimum)",
+        ));
+    }
     let mac = match obj.string(&["mac-address"])? {
         Some(s) => {
             Some(MacAddr::parse(&s).map_err(|e| refused(&owner, "mac-address", &e.to_string()))?)
@@ -648,6 +656,15 @@ fn parse_route(i: usize, item: &Value) -> Result<RouteWant, Error> {
     }
     let metric = r.number(&["metric"], u32::MAX.into())?.map(|n| n as u32);
     let table = r.number(&["table-id"], u32::MAX.into())?.map(|n| n as u32);
+    // The kernel's own tables: 255 holds the node's local addresses, 253 is the default
+    // table; 0 is no table. A policy's routes go to main (254) or to tables of its own.
+    if let Some(t @ (0 | 253 | 255)) = table {
+        return Err(refused(
+            &owner,
+            "table-id",
+            &format!("{t} is a table of the kernel's own, not for a policy's routes"),
+        ));
+    }
     let absent = match r.string(&["state"])?.as_deref() {
         None => false,
         Some("absent") => true,
@@ -736,6 +753,29 @@ mod tests {
             assert!(
                 msg.contains(&format!("{section:?} is not supported")),
                 "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_mtu_below_ipv4s_minimum_or_above_65535_is_refused() {
+        for mtu in [0, 67, 65536] {
+            let v = json!({"interfaces": [{"name": "eth1", "type": "ethernet", "mtu": mtu}]});
+            assert!(
+                matches!(DesiredState::parse(&v), Err(Error::Refused(m)) if m.contains("mtu")),
+                "mtu {mtu}"
+            );
+        }
+    }
+
+    #[test]
+    fn routes_into_the_kernels_own_tables_are_refused() {
+        for table in [0, 253, 255] {
+            let v = json!({"routes": {"config": [{"destination": "10.0.0.0/8",
+                "next-hop-interface": "eth1", "table-id": table}]}});
+            assert!(
+                matches!(DesiredState::parse(&v), Err(Error::Refused(m)) if m.contains("table-id")),
+                "table {table}"
             );
         }
     }
