@@ -154,13 +154,18 @@ fn a_failure_after_changes_rolls_back_the_links_it_created() {
     node_with_eth1();
     let before = state();
     let (_dir, journal) = journal();
-    // br0 is created and eth1 enslaved; the MTU is more than a veth takes: the apply fails late.
-    let too_big = desired(json!({"interfaces": [
-        {"name": "br0", "type": "linux-bridge", "bridge": {"port": [{"name": "eth1"}]}},
-        {"name": "eth1-peer", "mtu": 70000}
-    ]}));
-    match apply(&too_big, &journal) {
-        Err(Error::Failed { cause }) => assert!(cause.contains("eth1-peer"), "{cause}"),
+    // br0 is created and eth1 enslaved; the route's gateway is on no link's subnet, which only
+    // the kernel knows: the apply fails late.
+    let off_link = desired(json!({
+        "interfaces": [
+            {"name": "br0", "type": "linux-bridge", "bridge": {"port": [{"name": "eth1"}]}}
+        ],
+        "routes": {"config": [
+            {"destination": "198.51.100.0/24", "next-hop-address": "10.99.0.1", "next-hop-interface": "eth1-peer"}
+        ]}
+    }));
+    match apply(&off_link, &journal) {
+        Err(Error::Failed { cause }) => assert!(cause.contains("198.51.100.0/24"), "{cause}"),
         other => panic!("expected a failure rolled back, got {other:?}"),
     }
     settle();
@@ -369,9 +374,11 @@ fn a_failed_first_write_is_rolled_back_not_refused() {
     let before = state();
     let (_dir, journal) = journal();
     // The first request the walk sends fails: it might have changed something.
-    let too_big = desired(json!({"interfaces": [{"name": "eth1", "mtu": 70000}]}));
-    match apply(&too_big, &journal) {
-        Err(Error::Failed { cause }) => assert!(cause.contains("eth1"), "{cause}"),
+    let off_link = desired(json!({"routes": {"config": [
+        {"destination": "198.51.100.0/24", "next-hop-address": "10.99.0.1", "next-hop-interface": "eth1"}
+    ]}}));
+    match apply(&off_link, &journal) {
+        Err(Error::Failed { cause }) => assert!(cause.contains("198.51.100.0/24"), "{cause}"),
         other => panic!("expected a failure rolled back, got {other:?}"),
     }
     assert_eq!(state(), before);
