@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
-use crate::{crd, manifests, metrics, reconcile, validate};
+use crate::{crd, leader, manifests, metrics, reconcile, validate};
 
 const ENVIRONMENT: &str = "\
 run and render read their settings from the environment: OPERAND_NAMESPACE (else
@@ -172,7 +172,12 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
         let client = kube::Client::try_default()
             .await
             .map_err(|e| Error::wrap("connect to the API server", e))?;
-        reconcile::run(client, settings, state).await
+        tokio::spawn(reconcile::mark_ready_when_readable(
+            kube::Api::all(client.clone()),
+            state.clone(),
+        ));
+        let lead = reconcile::run(client.clone(), settings.clone(), state);
+        leader::while_leading(client, &settings, lead).await
     })
 }
 

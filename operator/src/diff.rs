@@ -14,8 +14,8 @@ use serde_json::Value;
 use crate::apply::{self, Identity, FIELD_MANAGER};
 use crate::cluster::ClusterInfo;
 use crate::defaults::{check_change_safe, fill_defaults};
+use crate::desired::{applied_configmap, owner_reference, prepare, read_applied};
 use crate::error::{Error, Result};
-use crate::reconcile::{self, applied_configmap, owner_reference, prepare};
 use crate::render::common::relationship_labels;
 use crate::render::render;
 use crate::settings::Settings;
@@ -32,9 +32,9 @@ pub enum Change {
     Update {
         diff: String,
     },
-    /// Not created by this operator: the reconcile deletes it (keeping its pods) and creates
-    /// it again, so nothing of the other manager stays.
-    Recreate {
+    /// Not made by this operator: the reconcile takes it over in place, and the fields only the
+    /// other manager set (which the dry run still shows) go with the apply.
+    TakeOver {
         diff: String,
     },
     Delete,
@@ -56,8 +56,7 @@ pub async fn diff(
     if !errors.is_empty() {
         return Err(Error::InvalidConfig(validate::message(&errors)));
     }
-    let ctx = reconcile::Ctx::new(client.clone(), settings.clone());
-    let previous = reconcile::read_applied(&ctx).await?;
+    let previous = read_applied(client, &settings.namespace).await?;
     let applied = fill_defaults(&cr.spec, previous.as_ref(), prefix);
     if let Some(prev) = &previous {
         let unsafe_changes = check_change_safe(prev, &applied);
@@ -92,11 +91,16 @@ pub async fn diff(
         out.push((Identity::of(object), change(client, object).await?));
     }
     let keep: HashSet<Identity> = objects.iter().map(Identity::of).collect();
-    let (found, errors) = apply::unrendered(client, &keep, &settings.namespace).await;
-    if !errors.is_empty() {
-        return Err(Error::other(errors.join("\n")));
+    let listing = apply::list_managed(client, &settings.namespace).await;
+    if !listing.errors.is_empty() {
+        return Err(Error::other(listing.errors.join("\n")));
     }
-    out.extend(found.into_iter().map(|(_, id)| (id, Change::Delete)));
+    out.extend(
+        listing
+            .unrendered(&keep)
+            .into_iter()
+            .map(|(_, id)| (id, Change::Delete)),
+    );
     Ok(out)
 }
 
@@ -130,7 +134,7 @@ async fn change(client: &Client, object: &Value) -> Result<Change> {
     if apply::is_ours(&live) || apply::kind_of(object)?.keep {
         Ok(Change::Update { diff })
     } else {
-        Ok(Change::Recreate { diff })
+        Ok(Change::TakeOver { diff })
     }
 }
 
@@ -183,10 +187,10 @@ pub fn report(changes: &[(Identity, Change)]) -> String {
                 update += 1;
                 out.push_str(&format!("~ update {id}\n{diff}"));
             }
-            Change::Recreate { diff } => {
+            Change::TakeOver { diff } => {
                 update += 1;
                 out.push_str(&format!(
-                    "~ re-create {id} (another manager created it; its pods are kept)\n{diff}"
+                    "~ take over {id} (another manager made it; it is kept, and the fields only that manager set are removed)\n{diff}"
                 ));
             }
             Change::Delete => {

@@ -25,6 +25,9 @@ pub enum Error {
     /// A manifest that cannot be written as YAML.
     #[error("{}", describe(.0))]
     YamlWrite(#[from] serde_saphyr::SerializeError),
+    /// The leader election's Lease could not be read or written.
+    #[error("{}", describe(.0))]
+    Lease(#[from] kube_lease_manager::LeaseManagerError),
     /// Files, stdout, the metrics socket, the runtime.
     #[error("{}", describe(.0))]
     Io(#[from] std::io::Error),

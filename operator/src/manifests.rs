@@ -5,13 +5,18 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
-    SecurityContext, ServiceAccount, Toleration,
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
+    Namespace, ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecurityContext, ServiceAccount, Toleration,
+    WeightedPodAffinityTerm,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -54,6 +59,8 @@ pub fn deploy_files(settings: &Settings) -> Result<Vec<(&'static str, String)>> 
         to_yaml(&service_account(settings))?,
         to_yaml(&cluster_role(settings)?)?,
         to_yaml(&cluster_role_binding(settings))?,
+        to_yaml(&role(settings)?)?,
+        to_yaml(&role_binding(settings))?,
         to_yaml(&deployment(settings))?,
     ]
     .join("---\n");
@@ -122,13 +129,66 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
     }
 }
 
-/// What the operator needs: its own resource, full control of the kinds it renders, and every
-/// permission the ClusterRoles it renders grant. Holding those is what lets it create them
-/// without `escalate` or `bind`, which would amount to cluster-admin.
+const MANAGE: [&str; 7] = [
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// `(group, plurals)` of the kinds the renderer declares, namespaced (`true`) or
+/// cluster-scoped, that may be deleted.
+fn rendered_kinds(namespaced: bool) -> BTreeMap<&'static str, Vec<&'static str>> {
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for kind in RENDERED_KINDS
+        .iter()
+        .filter(|k| k.namespaced == namespaced && !k.keep)
+    {
+        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        groups.entry(group).or_default().push(kind.plural);
+    }
+    groups
+}
+
+/// The objects of every component, rendered as on a cluster with every optional API.
+fn every_rendered_object(settings: &Settings) -> Result<Vec<serde_json::Value>> {
+    Ok(render(
+        &every_component(),
+        settings,
+        &ClusterInfo::WITH_CERT_MANAGER,
+    )?
+    .into_iter()
+    .map(|r| r.object)
+    .collect())
+}
+
+/// The names of the ClusterRoles the operator renders and of those its bindings grant.
+fn cluster_role_names(objects: &[serde_json::Value]) -> (Vec<String>, Vec<String>) {
+    let name = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let mut rendered: Vec<String> = objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRole")
+        .map(|o| name(&o["metadata"]["name"]))
+        .collect();
+    let mut bound: Vec<String> = objects
+        .iter()
+        .filter(|o| o["roleRef"]["kind"] == "ClusterRole")
+        .map(|o| name(&o["roleRef"]["name"]))
+        .collect();
+    for names in [&mut rendered, &mut bound] {
+        names.sort();
+        names.dedup();
+    }
+    (rendered, bound)
+}
+
+/// What the operator needs cluster-wide: its own resource, the cluster-scoped kinds it renders,
+/// what it reads across namespaces, and the ClusterRoles it renders by name.
+///
+/// A component's ClusterRole may grant what the operator must not hold (kubemacpool's writes
+/// secrets and creates pods in every namespace). Writing such a role needs either every
+/// permission it grants or `escalate` on it, and binding it `bind`: the operator gets
+/// `escalate` and `bind` on the ClusterRoles it renders, by name, and on no other.
 fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
-    let manage = [
-        "get", "list", "watch", "create", "update", "patch", "delete",
-    ];
+    let objects = every_rendered_object(settings)?;
+    let (rendered_roles, bound_roles) = cluster_role_names(&objects);
     let mut rules = vec![
         rule(
             &[crate::spec::GROUP],
@@ -147,30 +207,67 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
             &["networkaddonsconfigs/finalizers"],
             &["update"],
         ),
-        // The status names the images a component's pods cannot pull.
-        rule(&[""], &["pods"], &["get", "list", "watch"]),
+        // The events of a cluster-scoped NetworkAddonsConfig are in `default`.
         rule(
             &["", "events.k8s.io"],
             &["events"],
             &["create", "patch", "update"],
         ),
+        // A rollout waiting only for nodes that are down is not hung.
+        rule(&[""], &["nodes"], &["get", "list"]),
+        // A kubernetes-nmstate handler installed otherwise, in whatever namespace.
+        rule(&["apps"], &["daemonsets"], &["list"]),
     ];
-    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for kind in RENDERED_KINDS {
-        let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        groups.entry(group).or_default().push(kind.plural);
+    for (group, plurals) in &rendered_kinds(false) {
+        rules.push(rule(&[group], plurals, &MANAGE));
     }
-    for (group, plurals) in &groups {
-        rules.push(rule(&[group], plurals, &manage));
+    // The operand Namespace and the CRDs are never deleted, and only those rendered are changed
+    // (server-side apply: a patch, by name); any may be read (which APIs the cluster serves).
+    // A server-side apply that creates is authorized as a create too, which no name limits.
+    for kept in RENDERED_KINDS.iter().filter(|k| !k.namespaced && k.keep) {
+        let group = kept.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let names: Vec<String> = objects
+            .iter()
+            .filter(|o| o["kind"] == kept.kind)
+            .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        rules.push(rule(&[group], &[kept.plural], &["get", "create"]));
+        rules.push(PolicyRule {
+            resource_names: Some(names),
+            ..rule(&[group], &[kept.plural], &["patch", "update"])
+        });
     }
-    for r in render(
-        &every_component(),
-        settings,
-        &ClusterInfo::WITH_CERT_MANAGER,
-    )? {
-        // Granting a role needs every permission it grants (RBAC escalation prevention).
-        if r.object["kind"] == "ClusterRole" || r.object["kind"] == "Role" {
-            let granted: Vec<PolicyRule> = serde_json::from_value(r.object["rules"].clone())
+    let named = |verb: &str, names: Vec<String>| PolicyRule {
+        api_groups: Some(vec!["rbac.authorization.k8s.io".to_string()]),
+        resources: Some(vec!["clusterroles".to_string()]),
+        verbs: vec![verb.to_string()],
+        resource_names: Some(names),
+        ..PolicyRule::default()
+    };
+    rules.push(named("escalate", rendered_roles));
+    rules.push(named("bind", bound_roles));
+    Ok(ClusterRole {
+        metadata: meta(OPERATOR_NAME, None),
+        rules: Some(rules),
+        ..ClusterRole::default()
+    })
+}
+
+/// What the operator needs in the operand namespace: the namespaced kinds it renders, the
+/// pods it diagnoses, its leader election Lease, and every permission the Roles it renders
+/// there grant (granting a permission needs holding it).
+fn role(settings: &Settings) -> Result<Role> {
+    let mut rules = vec![
+        // The status names the images a component's pods cannot pull.
+        rule(&[""], &["pods"], &["get", "list", "watch"]),
+        rule(&["coordination.k8s.io"], &["leases"], &MANAGE),
+    ];
+    for (group, plurals) in &rendered_kinds(true) {
+        rules.push(rule(&[group], plurals, &MANAGE));
+    }
+    for object in every_rendered_object(settings)? {
+        if object["kind"] == "Role" {
+            let granted: Vec<PolicyRule> = serde_json::from_value(object["rules"].clone())
                 .map_err(|e| Error::wrap("read the rules of a rendered role", e))?;
             for granted in granted {
                 if !rules.contains(&granted) {
@@ -179,11 +276,31 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
             }
         }
     }
-    Ok(ClusterRole {
-        metadata: meta(OPERATOR_NAME, None),
+    Ok(Role {
+        metadata: meta(OPERATOR_NAME, Some(&settings.namespace)),
         rules: Some(rules),
-        ..ClusterRole::default()
     })
+}
+
+fn role_binding(settings: &Settings) -> RoleBinding {
+    RoleBinding {
+        metadata: meta(OPERATOR_NAME, Some(&settings.namespace)),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_string(),
+            kind: "Role".to_string(),
+            name: OPERATOR_NAME.to_string(),
+        },
+        subjects: Some(vec![operator_subject(settings)]),
+    }
+}
+
+fn operator_subject(settings: &Settings) -> Subject {
+    Subject {
+        kind: "ServiceAccount".to_string(),
+        name: OPERATOR_NAME.to_string(),
+        namespace: Some(settings.namespace.clone()),
+        ..Subject::default()
+    }
 }
 
 /// A spec turning on every component this operator deploys.
@@ -211,12 +328,7 @@ fn cluster_role_binding(settings: &Settings) -> ClusterRoleBinding {
             kind: "ClusterRole".to_string(),
             name: OPERATOR_NAME.to_string(),
         },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_string(),
-            name: OPERATOR_NAME.to_string(),
-            namespace: Some(settings.namespace.clone()),
-            ..Subject::default()
-        }]),
+        subjects: Some(vec![operator_subject(settings)]),
     }
 }
 
@@ -266,20 +378,45 @@ fn deployment(settings: &Settings) -> Deployment {
     Deployment {
         metadata: meta(OPERATOR_NAME, Some(&settings.namespace)),
         spec: Some(DeploymentSpec {
-            replicas: Some(1),
+            // Two replicas, one reconciling at a time (leader election on a Lease): the other
+            // takes over within seconds when the leader's pod or node goes.
+            replicas: Some(2),
             selector: LabelSelector {
-                match_labels: Some(selector),
+                match_labels: Some(selector.clone()),
                 ..LabelSelector::default()
             },
-            // One reconciler at a time: the old pod goes before the new one starts.
+            // A new pod is ready before an old one goes.
             strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".to_string()),
-                ..DeploymentStrategy::default()
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(1)),
+                    max_unavailable: Some(IntOrString::Int(0)),
+                }),
             }),
             template: PodTemplateSpec {
                 metadata: Some(pod_meta),
                 spec: Some(PodSpec {
                     service_account_name: Some(OPERATOR_NAME.to_string()),
+                    // The replicas on different nodes where there are several.
+                    affinity: Some(Affinity {
+                        pod_anti_affinity: Some(PodAntiAffinity {
+                            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                                WeightedPodAffinityTerm {
+                                    weight: 100,
+                                    pod_affinity_term: PodAffinityTerm {
+                                        label_selector: Some(LabelSelector {
+                                            match_labels: Some(selector),
+                                            ..LabelSelector::default()
+                                        }),
+                                        topology_key: "kubernetes.io/hostname".to_string(),
+                                        ..PodAffinityTerm::default()
+                                    },
+                                },
+                            ]),
+                            ..PodAntiAffinity::default()
+                        }),
+                        ..Affinity::default()
+                    }),
                     priority_class_name: Some("system-cluster-critical".to_string()),
                     node_selector: Some(BTreeMap::from([(
                         "kubernetes.io/os".to_string(),

@@ -23,6 +23,7 @@ pub const DEFAULT_ADDRESS: &str = ":8080";
 #[derive(Debug, Default)]
 pub struct State {
     ready: AtomicBool,
+    leading: AtomicBool,
     cr_ready: AtomicBool,
     kubemacpool_deployed: AtomicBool,
     reconciles_ok: AtomicU64,
@@ -37,6 +38,11 @@ impl State {
 
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed)
+    }
+
+    /// This replica reconciles: the config's gauges are its to report.
+    pub fn set_leading(&self) {
+        self.leading.store(true, Ordering::Relaxed);
     }
 
     /// Whether the NetworkAddonsConfig is Available (`kubevirt_cnao_cr_ready`).
@@ -79,16 +85,19 @@ impl State {
             "Total count of running CNAO operators",
             1,
         );
-        gauge(
-            "kubevirt_cnao_cr_ready",
-            "CNAO CR Ready",
-            flag(&self.cr_ready),
-        );
-        gauge(
-            "kubevirt_cnao_cr_kubemacpool_deployed",
-            "KubeMacpool is deployed by CNAO CR",
-            flag(&self.kubemacpool_deployed),
-        );
+        // A replica that is not leading knows nothing of the config: the leader reports it.
+        if self.leading.load(Ordering::Relaxed) {
+            gauge(
+                "kubevirt_cnao_cr_ready",
+                "CNAO CR Ready",
+                flag(&self.cr_ready),
+            );
+            gauge(
+                "kubevirt_cnao_cr_kubemacpool_deployed",
+                "KubeMacpool is deployed by CNAO CR",
+                flag(&self.kubemacpool_deployed),
+            );
+        }
         let name = "network_addons_operator_reconcile_total";
         out.push_str(&format!(
             "# HELP {name} Reconciles of the NetworkAddonsConfig, by result\n# TYPE {name} counter\n"
@@ -156,6 +165,10 @@ mod tests {
         let (code, body) = get(address, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("\nkubevirt_cnao_operator_up 1\n"), "{body}");
+        // not leading yet: the config is the leader's to report
+        assert!(!body.contains("kubevirt_cnao_cr_ready"), "{body}");
+        state.set_leading();
+        let (_, body) = get(address, "/metrics").await;
         assert!(body.contains("\nkubevirt_cnao_cr_ready 0\n"), "{body}");
 
         state.count_reconcile(true);
@@ -175,7 +188,9 @@ mod tests {
 
     #[test]
     fn every_metric_has_help_and_type_before_its_samples() {
-        let text = State::default().render();
+        let state = State::default();
+        state.set_leading();
+        let text = state.render();
         assert_eq!(
             http_endpoint::undeclared_samples(&text),
             Vec::<String>::new()

@@ -17,7 +17,8 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 
 use network_addons_operator::crd::crd;
-use network_addons_operator::reconcile::{reconcile_once, Ctx, APPLIED_CONFIGMAP, APPLIED_KEY};
+use network_addons_operator::desired::{APPLIED_CONFIGMAP, APPLIED_KEY};
+use network_addons_operator::reconcile::{reconcile_once, Ctx};
 use network_addons_operator::settings::Settings;
 use network_addons_operator::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
 

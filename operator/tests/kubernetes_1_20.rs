@@ -16,9 +16,8 @@ use serde_json::Value;
 
 use network_addons_operator::cluster::ClusterInfo;
 use network_addons_operator::defaults::fill_defaults;
+use network_addons_operator::desired::objects_for;
 use network_addons_operator::manifests::deploy_files;
-use network_addons_operator::reconcile::{applied_configmap, prepare};
-use network_addons_operator::render::render;
 use network_addons_operator::settings::Settings;
 use network_addons_operator::spec::NetworkAddonsConfig;
 
@@ -46,18 +45,19 @@ fn owner() -> OwnerReference {
 
 /// What a reconcile of the example in `path` applies, as it applies it.
 fn applied_objects(path: &Path) -> Vec<Value> {
-    let cr: NetworkAddonsConfig =
+    let mut cr: NetworkAddonsConfig =
         serde_saphyr::from_str(&fs::read_to_string(path).unwrap()).unwrap();
-    let settings = Settings::defaults();
+    cr.metadata.uid = Some(owner().uid);
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
-    let rendered = render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap();
-    let mut objects = prepare(
-        rendered.into_iter().map(|r| r.object),
-        &settings,
-        Some(&owner()),
+    let (mut objects, record) = objects_for(
+        &cr,
+        &applied,
+        &Settings::defaults(),
+        &ClusterInfo::WITH_CERT_MANAGER,
+        &owner(),
     )
     .unwrap();
-    objects.push(applied_configmap(&applied, &settings, &owner()).unwrap());
+    objects.push(record);
     objects
 }
 

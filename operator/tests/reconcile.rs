@@ -15,8 +15,9 @@ use serde_json::{json, Value};
 
 use fake_api::FakeApi;
 use network_addons_operator::apply::UPSTREAM_MANAGED_BY_VALUE;
+use network_addons_operator::desired::{APPLIED_CONFIGMAP, APPLIED_KEY};
 use network_addons_operator::labels;
-use network_addons_operator::reconcile::{reconcile_once, Ctx, APPLIED_CONFIGMAP, APPLIED_KEY};
+use network_addons_operator::reconcile::{reconcile_once, Ctx};
 use network_addons_operator::settings::Settings;
 use network_addons_operator::spec::{Condition, NetworkAddonsConfig, NetworkAddonsConfigSpec};
 
@@ -722,21 +723,43 @@ fn daemon_set_path(name: &str) -> String {
     format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{name}")
 }
 
+/// The upstream operator's record of the fields it set, as the API server keeps it.
+fn upstream_managed_fields() -> Value {
+    json!([{"manager": "cluster-network-addons-operator", "operation": "Update",
+            "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}},
+                         "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                             "k:{\"name\":\"cni-plugins\"}": {"f:env": {}}}}}}}}])
+}
+
+/// The merge patches that rewrote managedFields, with the resourceVersion they required.
+fn fields_taken_over(h: &Harness, path: &str) -> Vec<(Value, Value)> {
+    h.fake
+        .requests()
+        .iter()
+        .filter(|s| s.method == "PATCH" && s.path == path && s.content_type.contains("merge-patch"))
+        .map(|s| {
+            (
+                s.body["metadata"]["resourceVersion"].clone(),
+                s.body["metadata"]["managedFields"].clone(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn an_object_the_upstream_operator_created_is_recreated_without_its_fields() {
+async fn an_object_the_upstream_operator_created_is_taken_over_in_place_without_its_fields() {
     let h = harness();
     let nac = h.create("cluster", LINUX_BRIDGE).await;
-    h.fake.put(
-        "apps/v1",
-        "daemonsets",
-        upstream_daemon_set(BRIDGE_DS, Some(&nac)),
-    );
-    let old_uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
+    let mut upstream = upstream_daemon_set(BRIDGE_DS, Some(&nac));
+    upstream["metadata"]["managedFields"] = upstream_managed_fields();
+    h.fake.put("apps/v1", "daemonsets", upstream);
+    let before = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"].clone();
     h.reconcile().await.unwrap();
 
-    let ds = h.fake.daemonset(NS, BRIDGE_DS).expect("created again");
-    assert_ne!(ds["metadata"]["uid"], old_uid);
-    assert!(ds["metadata"].get("deletionTimestamp").is_none());
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).expect("kept");
+    assert_eq!(ds["metadata"]["uid"], before["uid"]);
+    assert!(h.fake.deletes().is_empty(), "{:?}", h.fake.deletes());
     assert_eq!(
         ds["metadata"]["labels"][labels::MANAGED_BY],
         labels::MANAGED_BY_VALUE
@@ -747,12 +770,43 @@ async fn an_object_the_upstream_operator_created_is_recreated_without_its_fields
         "{:?}",
         env_names(&ds)
     );
-    // deleted keeping its pods, then applied only once it was gone
+    // the upstream operator's fields became ours, on the version read, before the apply
+    let taken = fields_taken_over(&h, &daemon_set_path(BRIDGE_DS));
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    assert_eq!(taken[0].0, before["resourceVersion"]);
+    let managers: Vec<(&str, &str)> = taken[0]
+        .1
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or_default(),
+                e["operation"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(managers, [("network-addons-operator", "Apply")]);
+    assert!(taken[0].1.to_string().contains("f:env"));
+    assert_eq!(h.condition("Degraded").await.status, "False");
+}
+
+#[tokio::test]
+async fn an_object_whose_selector_differs_is_deleted_and_created_again() {
+    let h = harness();
+    let nac = h.create("cluster", LINUX_BRIDGE).await;
+    let mut upstream = upstream_daemon_set(BRIDGE_DS, Some(&nac));
+    upstream["spec"]["selector"]["matchLabels"] = json!({"app": "upstream"});
+    h.fake.put("apps/v1", "daemonsets", upstream);
+    let old_uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
+    h.reconcile().await.unwrap();
+
+    let ds = h.fake.daemonset(NS, BRIDGE_DS).expect("created again");
+    assert_ne!(ds["metadata"]["uid"], old_uid);
     assert_eq!(
         h.fake.deletes(),
-        [(daemon_set_path(BRIDGE_DS), "Orphan".to_string())]
+        [(daemon_set_path(BRIDGE_DS), "Background".to_string())]
     );
-    assert_eq!(h.condition("Degraded").await.status, "False");
 }
 
 #[tokio::test]
@@ -829,24 +883,22 @@ async fn objects_applied_before_are_not_read_again_before_the_next_apply() {
 }
 
 #[tokio::test]
-async fn an_object_replaced_behind_the_operators_back_is_recreated() {
+async fn an_object_replaced_behind_the_operators_back_is_taken_over_again() {
     let h = harness();
     let nac = h.create("cluster", LINUX_BRIDGE).await;
     h.reconcile().await.unwrap();
     h.fake.remove("apps/v1", "daemonsets", NS, BRIDGE_DS);
-    h.fake.put(
-        "apps/v1",
-        "daemonsets",
-        upstream_daemon_set(BRIDGE_DS, Some(&nac)),
-    );
+    let mut upstream = upstream_daemon_set(BRIDGE_DS, Some(&nac));
+    upstream["metadata"]["managedFields"] = upstream_managed_fields();
+    h.fake.put("apps/v1", "daemonsets", upstream);
+    let uid = h.fake.daemonset(NS, BRIDGE_DS).unwrap()["metadata"]["uid"].clone();
 
     h.reconcile().await.unwrap();
     let ds = h.fake.daemonset(NS, BRIDGE_DS).unwrap();
     assert!(!env_names(&ds).contains(&"UPSTREAM_ONLY".to_string()));
-    assert_eq!(
-        h.fake.deletes(),
-        [(daemon_set_path(BRIDGE_DS), "Orphan".to_string())]
-    );
+    assert_eq!(ds["metadata"]["uid"], uid);
+    assert!(h.fake.deletes().is_empty(), "{:?}", h.fake.deletes());
+    assert_eq!(fields_taken_over(&h, &daemon_set_path(BRIDGE_DS)).len(), 1);
 }
 
 #[tokio::test]
@@ -1192,21 +1244,88 @@ async fn an_unchanged_status_is_not_written_again() {
 }
 
 #[tokio::test]
-async fn a_status_write_that_conflicts_is_retried() {
+async fn the_status_is_one_server_side_apply_of_the_status_with_our_field_manager() {
     let h = harness();
     h.create("cluster", LINUX_BRIDGE).await;
-    h.fake
-        .fail_next("PATCH", "/networkaddonsconfigs/cluster/status", 409, 3);
     h.reconcile().await.unwrap();
-    let status_writes: Vec<u16> = h
+    let writes: Vec<(String, String)> = h
         .fake
         .requests()
         .iter()
         .filter(|s| s.is_status())
-        .map(|s| s.code)
+        .map(|s| {
+            (
+                s.content_type.clone(),
+                s.query.get("fieldManager").cloned().unwrap_or_default(),
+            )
+        })
         .collect();
-    assert_eq!(status_writes, [409, 409, 409, 200]);
+    assert_eq!(
+        writes,
+        [(
+            "application/apply-patch+yaml".to_string(),
+            "network-addons-operator".to_string()
+        )]
+    );
     assert_eq!(h.condition("Progressing").await.status, "True");
+}
+
+/// The writes (anything but reads and watches) a reconcile sent, events left out.
+fn writes(h: &Harness) -> Vec<String> {
+    h.fake
+        .requests()
+        .iter()
+        .filter(|s| s.is_write() && !s.is_event())
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reconcile_that_finds_everything_as_it_left_it_writes_nothing() {
+    let h = started(LINUX_BRIDGE).await;
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.fake.clear_requests();
+    h.advance(1);
+    h.reconcile().await.unwrap();
+    assert_eq!(writes(&h), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_workloads_status_change_writes_only_the_status() {
+    let h = started(LINUX_BRIDGE).await;
+    h.fake.clear_requests();
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    assert_eq!(
+        writes(&h),
+        ["PATCH /apis/networkaddonsoperator.network.kubevirt.io/v1/networkaddonsconfigs/cluster/status"]
+    );
+    assert_eq!(h.condition("Available").await.status, "True");
+}
+
+#[tokio::test]
+async fn a_spec_change_applies_only_the_objects_it_changes() {
+    let h = started(LINUX_BRIDGE).await;
+    h.set_ready(BRIDGE_DS);
+    h.reconcile().await.unwrap();
+    h.patch_spec(
+        json!({"placementConfiguration": {"workloads": {"tolerations": [{"operator": "Exists"}]}}}),
+    )
+    .await;
+    h.fake.clear_requests();
+    h.reconcile().await.unwrap();
+    let applied: Vec<String> = writes(&h)
+        .into_iter()
+        .filter(|w| !w.ends_with("/status"))
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            format!("PATCH {}", daemon_set_path(BRIDGE_DS)),
+            format!("PATCH /api/v1/namespaces/{NS}/configmaps/{APPLIED_CONFIGMAP}"),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -1560,6 +1679,7 @@ async fn an_event_deleted_meanwhile_is_recorded_anew() {
 async fn the_metrics_follow_the_config() {
     let h = started("kubeMacPool: {}\n").await;
     let metrics = h.ctx.metrics.clone();
+    metrics.set_leading();
     assert!(metrics
         .render()
         .contains("\nkubevirt_cnao_cr_kubemacpool_deployed 1\n"));

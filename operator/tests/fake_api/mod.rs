@@ -658,13 +658,6 @@ impl State {
                 (200, stored)
             }
             ("PATCH", Some(name)) if content_type.starts_with("application/apply-patch") => {
-                if t.subresource.is_some() {
-                    return status(
-                        405,
-                        "MethodNotAllowed",
-                        "apply on subresources is not served".to_string(),
-                    );
-                }
                 if query.get("fieldManager").is_none_or(String::is_empty) {
                     return status(
                         400,
@@ -694,6 +687,22 @@ impl State {
                 }
                 let k = key(name);
                 let old = self.objects.get(&k).cloned();
+                match t.subresource.as_deref() {
+                    // the applier owns the whole status: it becomes the one applied
+                    Some("status") => {
+                        let Some(mut object) = old.clone() else {
+                            return not_found(t, name);
+                        };
+                        object["status"] = body["status"].clone();
+                        let stored = self.stamp(old.as_ref(), object);
+                        self.objects.insert(k, stored.clone());
+                        return (200, stored);
+                    }
+                    Some(other) => {
+                        return status(404, "NotFound", format!("no subresource {other}"))
+                    }
+                    None => {}
+                }
                 let mut object = body.clone();
                 if let Some(ns) = &t.namespace {
                     object["metadata"]["namespace"] = json!(ns);
@@ -709,6 +718,8 @@ impl State {
                         }
                     }
                 }
+                object["metadata"]["managedFields"] =
+                    applied_managed_fields(old.as_ref(), &object, &query["fieldManager"]);
                 let created = old.is_none();
                 let stored = self.stamp(old.as_ref(), object);
                 self.objects.insert(k, stored.clone());
@@ -815,6 +826,22 @@ impl State {
 
 /// Kubernetes 1.20's `legacyValidateEvent`, which every event passes whatever API it is created
 /// through (pkg/apis/core/validation/events.go), on a core/v1 or events.k8s.io event.
+/// The managedFields after an apply by `manager`: the other managers' entries kept (this fake
+/// does not track which fields each holds), the applier's own entry replaced.
+fn applied_managed_fields(old: Option<&Value>, object: &Value, manager: &str) -> Value {
+    let mut entries: Vec<Value> = old
+        .and_then(|o| o["metadata"]["managedFields"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|e| !(e["manager"] == manager && e["operation"] == "Apply"))
+        .cloned()
+        .collect();
+    entries.push(json!({"manager": manager, "operation": "Apply",
+                        "apiVersion": object["apiVersion"], "fieldsType": "FieldsV1",
+                        "fieldsV1": {}}));
+    Value::Array(entries)
+}
+
 fn invalid_event(t: &Target, body: &Value) -> Option<(u16, Value)> {
     let namespace = t.namespace.clone().unwrap_or_default();
     let involved = if t.group_version == "v1" {

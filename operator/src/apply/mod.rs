@@ -4,14 +4,15 @@
 //! operator owns every field it renders and drops those it stops rendering, while fields set by
 //! others (a Service's clusterIP, a webhook's caBundle) stay. Three rules on top:
 //! - an object annotated [`labels::CREATE_ONLY`] is created when missing and never updated;
-//! - an existing object without our managed-by label (created by the upstream operator, or by
-//!   hand) is adopted by deleting it with `propagationPolicy: Orphan`, waiting until it is gone
-//!   and applying it again: a forced apply would only take over the fields both set, leaving the
-//!   other manager's extra env, args or volumes in place. Orphaning keeps a DaemonSet's or
-//!   Deployment's pods running; the new object, with the same selector, adopts them and rolls
-//!   them per its update strategy. Objects already labelled ours are never re-created for this;
-//! - an apply refused because it changes an immutable field (a DaemonSet's selector, a binding's
-//!   roleRef) deletes the object and creates it again.
+//! - an existing object without our managed-by label (created by the upstream operator, by
+//!   `kubectl` or by a chart) is taken over in place ([`crate::takeover`]): the fields its
+//!   previous author set become ours, so the forced apply removes those we do not render. The
+//!   object keeps its uid, a ServiceAccount its tokens, a Service its ClusterIP, a DaemonSet or
+//!   Deployment its pods (rolled per its update strategy when the template changes). Objects
+//!   already labelled ours are never taken over again, unless replaced by someone since;
+//! - an apply refused because it changes an immutable field (a DaemonSet's or Deployment's
+//!   selector, a binding's roleRef) deletes the object and creates it again: the only case in
+//!   which an object of another manager is not kept.
 //!
 //! Neither rule ever deletes a Namespace or a CRD (the kinds [`RenderedKind::keep`] marks):
 //! deleting them deletes everything in them. They are only applied; an immutable change to one
@@ -24,22 +25,30 @@
 //! Deletion lists every deletable kind by the managed-by label, ours or the upstream
 //! operator's, and removes what this render lacks, but only objects whose owner is a
 //! NetworkAddonsConfig: an object someone else labelled the same way is never touched.
+//!
+//! This file holds the apply; `ours` keeps what this process last applied, `delete` lists what
+//! we manage and deletes what a render lacks.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
-use crate::error::{describe, Error, Result};
+use crate::error::{Error, Result};
 use crate::labels;
 use crate::render::{RenderedKind, RENDERED_KINDS};
-use crate::spec::GROUP;
+use crate::takeover::take_over_fields;
+
+mod delete;
+mod ours;
+
+pub use delete::{
+    deletable_selector, delete_unrendered, deletion_order, list_managed, owned_by_config,
+    read_live, Deleted, Listing, UPSTREAM_MANAGED_BY_VALUE,
+};
+pub use ours::{Live, Ours};
 
 /// The field manager of every apply.
 pub const FIELD_MANAGER: &str = "network-addons-operator";
@@ -47,15 +56,6 @@ pub const FIELD_MANAGER: &str = "network-addons-operator";
 /// Kinds that never get an owner reference: deleting the NetworkAddonsConfig must not take the
 /// operand namespace (and whatever users put in it) or a CRD (and every object of it) along.
 const NEVER_OWNED: [&str; 2] = ["Namespace", "CustomResourceDefinition"];
-
-/// Deleted before anything else: a webhook whose service is gone blocks every pod creation.
-/// When one of them cannot be deleted, nothing else is, so the Deployment serving it stays.
-const DELETE_FIRST: [&str; 1] = ["MutatingWebhookConfiguration"];
-
-/// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
-/// objects it creates. Those it left and this render lacks are deleted like ours, when a
-/// NetworkAddonsConfig owns them.
-pub const UPSTREAM_MANAGED_BY_VALUE: &str = "cnao-operator";
 
 /// How often, and how many times, a deleted object is read until it is gone.
 const GONE_POLL: Duration = Duration::from_millis(200);
@@ -184,59 +184,13 @@ pub enum Applied {
     Applied,
     /// Deleted and created again: the apply changed an immutable field (a selector, a roleRef).
     Recreated,
-    /// Deleted, keeping its pods, and created again: it did not carry our managed-by label, or
-    /// someone replaced it since the last apply.
-    Adopted,
+    /// Taken over in place: it did not carry our managed-by label, or someone replaced it since
+    /// the last apply.
+    TakenOver,
     /// A create-only object that did not exist, created.
     Created,
     /// A create-only object that exists, left as it is.
     Kept,
-}
-
-/// The uid each object had after this process last applied it, for the NetworkAddonsConfig
-/// whose uid is `owner`.
-#[derive(Debug, Default)]
-pub struct Ours {
-    state: Mutex<OursState>,
-}
-
-#[derive(Debug, Default)]
-struct OursState {
-    owner: String,
-    uids: HashMap<Identity, String>,
-}
-
-impl Ours {
-    fn lock(&self) -> std::sync::MutexGuard<'_, OursState> {
-        match self.state.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        }
-    }
-
-    /// Forgets every object when the owner changed: a NetworkAddonsConfig deleted and created
-    /// again had its objects garbage-collected.
-    pub fn set_owner(&self, owner_uid: &str) {
-        let mut state = self.lock();
-        if state.owner != owner_uid {
-            state.owner = owner_uid.to_string();
-            state.uids.clear();
-        }
-    }
-
-    /// Forgets the objects a render no longer contains: created again later, they are new.
-    pub fn retain(&self, keep: &HashSet<Identity>) {
-        self.lock().uids.retain(|id, _| keep.contains(id));
-    }
-
-    fn uid(&self, id: &Identity) -> Option<String> {
-        self.lock().uids.get(id).cloned()
-    }
-
-    fn record(&self, id: &Identity, object: &DynamicObject) {
-        let uid = object.metadata.uid.clone().unwrap_or_default();
-        self.lock().uids.insert(id.clone(), uid);
-    }
 }
 
 /// Whether the object carries our managed-by label.
@@ -256,7 +210,12 @@ fn is_immutable_change(s: &kube::core::Status) -> bool {
 }
 
 /// Applies one rendered object (which must name its namespace when its kind is namespaced).
-pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Applied> {
+/// Returns what it did and the object as the server then had it.
+pub async fn apply(
+    client: &Client,
+    object: &Value,
+    ours: &Ours,
+) -> Result<(Applied, DynamicObject)> {
     let id = Identity::of(object);
     let kind = kind_of(object)?;
     if kind.namespaced && id.namespace.is_empty() {
@@ -264,71 +223,117 @@ pub async fn apply(client: &Client, object: &Value, ours: &Ours) -> Result<Appli
     }
     let api = api(client, kind, &id.namespace);
     if is_create_only(object) {
-        let existing = api
-            .get_opt(&id.name)
-            .await
-            .map_err(|e| Error::wrap(format!("read {id}"), e))?;
-        if existing.is_some() {
-            return Ok(Applied::Kept);
+        if let Some(live) = read(&api, &id).await? {
+            ours.remember(object, &live);
+            return Ok((Applied::Kept, live));
         }
-        ssa(&api, &id, object).await?;
-        return Ok(Applied::Created);
+        let created = ssa(&api, &id, object).await?;
+        ours.remember(object, &created);
+        return Ok((Applied::Created, created));
     }
-    // A Namespace or a CRD is never deleted: that would delete everything in it.
+    // A Namespace or a CRD is only ever applied: the fields others set on it (a namespace's
+    // pod-security labels, a CRD's stored versions) are not ours to remove.
     let known_uid = ours.uid(&id);
     if known_uid.is_none() && !kind.keep {
-        let existing = api
-            .get_opt(&id.name)
-            .await
-            .map_err(|e| Error::wrap(format!("read {id}"), e))?;
-        if existing.is_some_and(|o| !is_ours(&o)) {
-            tracing::info!(object = %id, "not created by this operator; deleting it, keeping its pods, and creating it again");
-            let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
-            ours.record(&id, &created);
-            return Ok(Applied::Adopted);
+        if let Some(live) = read(&api, &id).await?.filter(|o| !is_ours(o)) {
+            tracing::info!(object = %id, "made by another manager; taking it over in place");
+            return take_over_and_apply(&api, &id, kind, &live, object, ours).await;
         }
     }
-    let applied = match ssa_raw(&api, object).await {
-        Ok(applied) => applied,
-        Err(kube::Error::Api(s)) if is_immutable_change(&s) && kind.keep => {
-            return Err(Error::other(format!(
-                "apply {id}: {}; not deleting it to create it again, as that would delete everything in it",
-                s.message
-            )));
-        }
+    let (applied, how) = apply_or_recreate(&api, &id, kind, object).await?;
+    let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
+    if replaced && how == Applied::Applied && !kind.keep {
+        tracing::info!(object = %id, "replaced by someone else since the last apply; taking it over in place");
+        return take_over_and_apply(&api, &id, kind, &applied, object, ours).await;
+    }
+    ours.remember(object, &applied);
+    Ok((how, applied))
+}
+
+/// Takes `live` over ([`take_over`]) and applies `object` on it: in place, unless an immutable
+/// field makes it re-create the object.
+async fn take_over_and_apply(
+    api: &Api<DynamicObject>,
+    id: &Identity,
+    kind: &RenderedKind,
+    live: &DynamicObject,
+    object: &Value,
+    ours: &Ours,
+) -> Result<(Applied, DynamicObject)> {
+    take_over(api, id, live, object).await?;
+    let (applied, how) = apply_or_recreate(api, id, kind, object).await?;
+    ours.remember(object, &applied);
+    match how {
+        Applied::Recreated => Ok((how, applied)),
+        _ => Ok((Applied::TakenOver, applied)),
+    }
+}
+
+async fn read(api: &Api<DynamicObject>, id: &Identity) -> Result<Option<DynamicObject>> {
+    api.get_opt(&id.name)
+        .await
+        .map_err(|e| Error::wrap(format!("read {id}"), e))
+}
+
+/// Makes the fields of `live`'s previous authors ours (see [`crate::takeover`]), on the version
+/// read: a change since makes the API server refuse it, and the reconcile is retried.
+async fn take_over(
+    api: &Api<DynamicObject>,
+    id: &Identity,
+    live: &DynamicObject,
+    object: &Value,
+) -> Result<()> {
+    let managed = live.metadata.managed_fields.as_deref().unwrap_or_default();
+    let Some(fields) = take_over_fields(managed, object, FIELD_MANAGER, None) else {
+        return Ok(());
+    };
+    let patch = json!({"metadata": {
+        "resourceVersion": live.metadata.resource_version,
+        "managedFields": fields,
+    }});
+    api.patch(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(|e| Error::wrap(format!("take over the fields of {id}"), e))
+}
+
+/// Server-side applies `object`; when that is refused because it changes an immutable field,
+/// deletes the object and creates it again (never a Namespace or a CRD: that would delete
+/// everything in it).
+async fn apply_or_recreate(
+    api: &Api<DynamicObject>,
+    id: &Identity,
+    kind: &RenderedKind,
+    object: &Value,
+) -> Result<(DynamicObject, Applied)> {
+    match ssa_raw(api, object).await {
+        Ok(applied) => Ok((applied, Applied::Applied)),
+        Err(kube::Error::Api(s)) if is_immutable_change(&s) && kind.keep => Err(Error::other(format!(
+            "apply {id}: {}; not deleting it to create it again, as that would delete everything in it",
+            s.message
+        ))),
         Err(kube::Error::Api(s)) if is_immutable_change(&s) => {
             tracing::info!(
                 object = %id,
                 change = %s.message,
                 "an immutable field changed; deleting and creating it again"
             );
-            let created = recreate(&api, &id, object, &DeleteParams::background()).await?;
-            ours.record(&id, &created);
-            return Ok(Applied::Recreated);
+            let created = recreate(api, id, object).await?;
+            Ok((created, Applied::Recreated))
         }
-        Err(e) => return Err(Error::wrap(format!("apply {id}"), e)),
-    };
-    let replaced = known_uid.is_some_and(|uid| Some(&uid) != applied.metadata.uid.as_ref());
-    if replaced && !kind.keep {
-        tracing::info!(object = %id, "deleted and created again by someone else since the last apply; deleting it, keeping its pods, and creating it again");
-        let created = recreate(&api, &id, object, &DeleteParams::orphan()).await?;
-        ours.record(&id, &created);
-        return Ok(Applied::Adopted);
+        Err(e) => Err(Error::wrap(format!("apply {id}"), e)),
     }
-    ours.record(&id, &applied);
-    Ok(Applied::Applied)
 }
 
-/// Deletes the object with `params`, waits until it is gone (an orphaning or foreground
-/// deletion keeps it until the garbage collector is done, and an apply meanwhile would update
-/// the object on its way out), and applies it again. Returns the created object.
+/// Deletes the object, waits until it is gone (a deletion with finalizers keeps it until the
+/// garbage collector is done, and an apply meanwhile would update the object on its way out),
+/// and applies it again. Returns the created object.
 async fn recreate(
     api: &Api<DynamicObject>,
     id: &Identity,
     object: &Value,
-    params: &DeleteParams,
 ) -> Result<DynamicObject> {
-    match api.delete(&id.name, params).await {
+    match api.delete(&id.name, &DeleteParams::background()).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => return Err(Error::wrap(format!("delete {id} to re-create it"), e)),
@@ -371,136 +376,10 @@ async fn ssa_raw(
     api.patch(name, &params, &Patch::Apply(object)).await
 }
 
-/// What [`delete_unrendered`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Deleted {
-    pub deleted: Vec<Identity>,
-    pub errors: Vec<String>,
-}
-
-/// Kinds to list for deletion, in deletion order: webhooks first, then the reverse of the
-/// render's kind order (workloads before the RBAC and config they use). Kept kinds are left out.
-pub fn deletion_order() -> Vec<&'static RenderedKind> {
-    let mut kinds: Vec<&'static RenderedKind> =
-        RENDERED_KINDS.iter().rev().filter(|k| !k.keep).collect();
-    kinds.sort_by_key(|k| !DELETE_FIRST.contains(&k.kind));
-    kinds
-}
-
-/// Whether a NetworkAddonsConfig owns the object.
-pub fn owned_by_config(object: &DynamicObject) -> bool {
-    object
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.kind == "NetworkAddonsConfig" && r.api_version.starts_with(GROUP))
-}
-
-/// The selector of what [`delete_unrendered`] considers: what carries the version label both
-/// we and the upstream operator stamp on everything (its older releases took managed-by from
-/// the NetworkAddonsConfig, so that label does not find all of theirs).
-pub fn deletable_selector() -> String {
-    labels::UPSTREAM_VERSION.to_string()
-}
-
-/// Every object managed by us or by the upstream operator (see [`deletable_selector`]), owned
-/// by a NetworkAddonsConfig and not in `keep` (the objects this render produced), in deletion
-/// order, with its kind; and what could not be listed. Namespaced kinds are listed in
-/// `namespace`; a kind the API server does not serve has nothing to delete.
-pub async fn unrendered(
-    client: &Client,
-    keep: &HashSet<Identity>,
-    namespace: &str,
-) -> (Vec<(&'static RenderedKind, Identity)>, Vec<String>) {
-    let selector = deletable_selector();
-    let (mut found, mut errors) = (Vec::new(), Vec::new());
-    for kind in deletion_order() {
-        let list = match api(client, kind, namespace)
-            .list(&ListParams::default().labels(&selector))
-            .await
-        {
-            Ok(list) => list,
-            Err(kube::Error::Api(s)) if s.code == 404 => continue,
-            Err(e) => {
-                errors.push(format!("list {}: {}", kind.plural, describe(&e)));
-                continue;
-            }
-        };
-        for object in list.items {
-            let id = Identity {
-                api_version: kind.api_version.to_string(),
-                kind: kind.kind.to_string(),
-                namespace: object.metadata.namespace.clone().unwrap_or_default(),
-                name: object.metadata.name.clone().unwrap_or_default(),
-            };
-            if !keep.contains(&id) && owned_by_config(&object) {
-                found.push((kind, id));
-            }
-        }
-    }
-    (found, errors)
-}
-
-/// Deletes what [`unrendered`] finds. An object already gone counts as done; every other
-/// failure is reported and the remaining objects are still tried, except after a failure on a
-/// webhook configuration (listing or deleting): then nothing else is deleted (a webhook left
-/// behind whose Deployment is gone fails every pod creation it intercepts).
-pub async fn delete_unrendered(
-    client: &Client,
-    keep: &HashSet<Identity>,
-    namespace: &str,
-) -> Deleted {
-    let (found, list_errors) = unrendered(client, keep, namespace).await;
-    let webhook_plurals: Vec<&str> = RENDERED_KINDS
-        .iter()
-        .filter(|k| DELETE_FIRST.contains(&k.kind))
-        .map(|k| k.plural)
-        .collect();
-    let webhook_failed = list_errors.iter().any(|e| {
-        webhook_plurals
-            .iter()
-            .any(|p| e.starts_with(&format!("list {p}:")))
-    });
-    let mut out = Deleted {
-        errors: list_errors,
-        ..Deleted::default()
-    };
-    let (webhooks, rest): (Vec<_>, Vec<_>) = found
-        .into_iter()
-        .partition(|(kind, _)| DELETE_FIRST.contains(&kind.kind));
-    let failures_before = out.errors.len();
-    delete_each(client, namespace, webhooks, &mut out).await;
-    if webhook_failed || out.errors.len() > failures_before {
-        out.errors
-            .push("nothing else deleted while a webhook configuration remains".to_string());
-        return out;
-    }
-    delete_each(client, namespace, rest, &mut out).await;
-    out
-}
-
-async fn delete_each(
-    client: &Client,
-    namespace: &str,
-    objects: Vec<(&'static RenderedKind, Identity)>,
-    out: &mut Deleted,
-) {
-    for (kind, id) in objects {
-        match api(client, kind, namespace)
-            .delete(&id.name, &DeleteParams::background())
-            .await
-        {
-            Ok(_) => out.deleted.push(id),
-            Err(kube::Error::Api(s)) if s.code == 404 => out.deleted.push(id),
-            Err(e) => out.errors.push(format!("delete {id}: {}", describe(&e))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::GROUP;
 
     fn owner() -> OwnerReference {
         OwnerReference {
@@ -546,22 +425,6 @@ mod tests {
         ensure_label(&mut o, "a", "other");
         ensure_label(&mut o, "b", "new");
         assert_eq!(o["metadata"]["labels"], json!({"a": "mine", "b": "new"}));
-    }
-
-    #[test]
-    fn webhooks_are_deleted_first_and_kept_kinds_never() {
-        let order = deletion_order();
-        let first_other = order
-            .iter()
-            .position(|k| !DELETE_FIRST.contains(&k.kind))
-            .unwrap_or(order.len());
-        assert!(order[first_other..]
-            .iter()
-            .all(|k| !DELETE_FIRST.contains(&k.kind)));
-        assert!(order.iter().all(|k| !k.keep));
-        for kind in DELETE_FIRST {
-            assert!(order.iter().any(|k| k.kind == kind), "{kind} is rendered");
-        }
     }
 
     #[test]

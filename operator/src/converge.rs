@@ -1,0 +1,114 @@
+//! Bringing the cluster to the desired state, writing only what differs from it: an object is
+//! applied when this process has not applied it as rendered now, or when it changed on the
+//! server since ([`apply::Ours::is_current`]); the managed objects the render lacks are deleted;
+//! then, only once those deletions succeeded, the applied spec is recorded, so a failed deletion
+//! is retried from an accurate previous spec. A reconcile that finds everything as it left it
+//! writes nothing.
+
+use std::collections::{HashMap, HashSet};
+
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::Api;
+use serde_json::Value;
+
+use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
+use crate::desired::{Desired, Failure, APPLIED_CONFIGMAP};
+use crate::reconcile::Ctx;
+
+/// What a converge did, and the DaemonSets and Deployments as last seen (listed, or returned by
+/// their apply), for the rollout report.
+#[derive(Default)]
+pub struct Converged {
+    pub applied: usize,
+    pub deleted: usize,
+    pub workloads: HashMap<Identity, DynamicObject>,
+}
+
+pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure> {
+    let namespace = &ctx.settings.namespace;
+    let listing = apply::list_managed(&ctx.client, namespace).await;
+    let live = listing.live();
+    let mut out = Converged {
+        workloads: listing.workloads(),
+        ..Converged::default()
+    };
+    for object in &desired.objects {
+        let id = Identity::of(object);
+        let now = if apply::kind_of(object).is_ok_and(|k| k.keep) {
+            apply::read_live(&ctx.client, object)
+                .await
+                .map_err(|e| Failure::new("FailedToApply", e.to_string()))?
+        } else {
+            live.get(&id).cloned()
+        };
+        if ctx.ours.is_current(object, now.as_ref()) {
+            continue;
+        }
+        let (how, applied) = apply::apply(&ctx.client, object, &ctx.ours)
+            .await
+            .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+        log_applied(&id, how);
+        out.applied += 1;
+        if id.api_version == "apps/v1" {
+            out.workloads.insert(id, applied);
+        }
+    }
+
+    let mut keep: HashSet<Identity> = desired.objects.iter().map(Identity::of).collect();
+    keep.insert(Identity::of(&desired.record));
+    ctx.ours.retain(&keep);
+    let deleted = apply::delete_unrendered(&ctx.client, &listing, &keep, namespace).await;
+    for id in &deleted.deleted {
+        tracing::info!(object = %id, "deleted (no longer rendered)");
+        out.workloads.remove(id);
+    }
+    out.deleted = deleted.deleted.len();
+    if !deleted.errors.is_empty() {
+        return Err(Failure::new(
+            "FailedToDeleteObjects",
+            deleted.errors.join("\n"),
+        ));
+    }
+
+    let record_live = live.get(&Identity::of(&desired.record));
+    if !ctx.ours.is_current(&desired.record, record_live) {
+        record(ctx, &desired.record)
+            .await
+            .map_err(|e| Failure::new("FailedToApply", e))?;
+        out.applied += 1;
+    }
+    Ok(out)
+}
+
+fn log_applied(id: &Identity, how: Applied) {
+    match how {
+        Applied::Recreated => {
+            tracing::info!(object = %id, "re-created (an immutable field changed)");
+        }
+        Applied::TakenOver => {
+            tracing::info!(object = %id, "taken over in place (another manager had made it)");
+        }
+        Applied::Created => tracing::info!(object = %id, "created (create-only)"),
+        Applied::Applied | Applied::Kept => tracing::debug!(object = %id, "applied"),
+    }
+}
+
+/// Writes the applied record (by itself: it is never taken over or re-created).
+async fn record(ctx: &Ctx, record: &Value) -> Result<(), String> {
+    let namespace = &ctx.settings.namespace;
+    let api: Api<DynamicObject> = apply::api(
+        &ctx.client,
+        apply::kind_of(record).map_err(|e| e.to_string())?,
+        namespace,
+    );
+    let written = api
+        .patch(
+            APPLIED_CONFIGMAP,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(record),
+        )
+        .await
+        .map_err(|e| format!("write ConfigMap {namespace}/{APPLIED_CONFIGMAP}: {e}"))?;
+    ctx.ours.remember(record, &written);
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! What the cluster should hold for a NetworkAddonsConfig: its spec validated, defaults filled
+//! from the previously applied spec (ConfigMap [`APPLIED_CONFIGMAP`], key `applied`, the upstream
+//! operator's name, so a cluster moving over keeps its MAC range and intervals), unsafe changes
+//! refused, and every object rendered, ready to apply.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::{json, Value};
+
+use crate::apply::{self, Identity};
+use crate::cluster::ClusterInfo;
+use crate::defaults::{check_change_safe, fill_defaults};
+use crate::error::{Error, Result};
+use crate::labels;
+use crate::reconcile::Ctx;
+use crate::render::common::relationship_labels;
+use crate::render::render;
+use crate::settings::Settings;
+use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
+use crate::validate;
+
+/// The record of the last applied spec (defaults filled), upstream's name and key.
+pub const APPLIED_CONFIGMAP: &str = "cluster-networks-addons-operator-applied-cluster";
+pub const APPLIED_KEY: &str = "applied";
+
+/// Why a spec is not applied: the reason of the Degraded condition, and its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(reason: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// The state a spec asks for.
+pub struct Desired {
+    /// The spec with its defaults filled, as it is applied and recorded.
+    pub applied: NetworkAddonsConfigSpec,
+    /// The spec applied before, if any.
+    pub previous: Option<NetworkAddonsConfigSpec>,
+    pub cluster: ClusterInfo,
+    /// Every rendered object, in apply order, but for the record.
+    pub objects: Vec<Value>,
+    /// The ConfigMap recording `applied`, written after everything else.
+    pub record: Value,
+}
+
+/// The state `nac` asks for, or why it cannot be applied.
+pub async fn desired_state(
+    ctx: &Ctx,
+    nac: &NetworkAddonsConfig,
+    owner: &OwnerReference,
+) -> std::result::Result<Desired, Failure> {
+    let errors = validate::validate(&nac.spec);
+    if !errors.is_empty() {
+        return Err(Failure::new("FailedToValidate", validate::message(&errors)));
+    }
+    let previous = read_applied(&ctx.client, &ctx.settings.namespace)
+        .await
+        .map_err(|e| Failure::new("FailedToGetPreviousConfigSpec", e.to_string()))?;
+    let applied = fill_defaults(&nac.spec, previous.as_ref(), (ctx.prefix)());
+    if let Some(prev) = &previous {
+        let unsafe_changes = check_change_safe(prev, &applied);
+        if !unsafe_changes.is_empty() {
+            return Err(Failure::new(
+                "UnsafeChange",
+                format!(
+                    "not applying an unsafe change:\n{}",
+                    unsafe_changes.join("\n")
+                ),
+            ));
+        }
+    }
+    let rendering = |e: Error| Failure::new("FailedToRender", e.to_string());
+    let cluster = ClusterInfo::detect(&ctx.client, &ctx.settings.namespace)
+        .await
+        .map_err(rendering)?;
+    let (objects, record) =
+        objects_for(nac, &applied, &ctx.settings, &cluster, owner).map_err(rendering)?;
+    Ok(Desired {
+        applied,
+        previous,
+        cluster,
+        objects,
+        record,
+    })
+}
+
+/// What `applied` (the spec of `nac`, defaults filled) renders to on `cluster`, every object
+/// ready to apply, and the record of `applied` (written last, by itself, whatever the render
+/// says about it).
+pub fn objects_for(
+    nac: &NetworkAddonsConfig,
+    applied: &NetworkAddonsConfigSpec,
+    settings: &Settings,
+    cluster: &ClusterInfo,
+    owner: &OwnerReference,
+) -> Result<(Vec<Value>, Value)> {
+    let record = applied_configmap(applied, settings, owner)?;
+    let mut rendered = render(applied, settings, cluster)?;
+    relationship_labels(&mut rendered, nac.labels());
+    let objects = prepare(
+        rendered.into_iter().map(|r| r.object),
+        settings,
+        Some(owner),
+    )?
+    .into_iter()
+    .filter(|o| Identity::of(o) != Identity::of(&record))
+    .collect();
+    Ok((objects, record))
+}
+
+/// The controlling owner reference every rendered object gets: garbage collection deletes
+/// them with the NetworkAddonsConfig, and foreground deletion of it waits for them.
+pub fn owner_reference(nac: &NetworkAddonsConfig) -> Option<OwnerReference> {
+    let mut owner = nac.controller_owner_ref(&())?;
+    owner.block_owner_deletion = Some(true);
+    Some(owner)
+}
+
+/// The previously applied spec, if any, from `namespace`.
+pub async fn read_applied(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Option<NetworkAddonsConfigSpec>> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let what = format!("read ConfigMap {namespace}/{APPLIED_CONFIGMAP}");
+    let Some(cm) = api
+        .get_opt(APPLIED_CONFIGMAP)
+        .await
+        .map_err(|e| Error::wrap(&what, e))?
+    else {
+        return Ok(None);
+    };
+    let Some(text) = cm.data.as_ref().and_then(|d| d.get(APPLIED_KEY)) else {
+        return Ok(None);
+    };
+    serde_json::from_str(text)
+        .map_err(|e| Error::wrap(format!("{what}: key {APPLIED_KEY} is not a spec"), e))
+        .map(Some)
+}
+
+/// The ConfigMap recording `applied`, owned by the NetworkAddonsConfig.
+pub fn applied_configmap(
+    applied: &NetworkAddonsConfigSpec,
+    settings: &Settings,
+    owner: &OwnerReference,
+) -> Result<Value> {
+    let text =
+        serde_json::to_string(applied).map_err(|e| Error::wrap("serialize the applied spec", e))?;
+    Ok(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": APPLIED_CONFIGMAP,
+            "namespace": settings.namespace,
+            "labels": {
+                labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
+                labels::PART_OF: labels::PART_OF_VALUE,
+                labels::VERSION: settings.operator_version,
+                labels::UPSTREAM_VERSION: settings.operator_version,
+            },
+            "ownerReferences": [owner],
+        },
+        "data": { APPLIED_KEY: text },
+    }))
+}
+
+/// Rendered objects made ready to apply: namespaced ones without a namespace go to the operand
+/// namespace, every one carries the managed-by label (the watches find objects by it) and, but for
+/// a Namespace or a CRD, the NetworkAddonsConfig as its controlling owner.
+pub fn prepare(
+    objects: impl IntoIterator<Item = Value>,
+    settings: &Settings,
+    owner: Option<&OwnerReference>,
+) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for mut object in objects {
+        let kind = apply::kind_of(&object)?;
+        if kind.namespaced && object["metadata"]["namespace"].as_str().is_none() {
+            object["metadata"]["namespace"] = Value::String(settings.namespace.clone());
+        }
+        apply::ensure_label(&mut object, labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+        if let Some(owner) = owner {
+            apply::set_owner(&mut object, owner);
+        }
+        out.push(object);
+    }
+    Ok(out)
+}

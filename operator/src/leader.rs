@@ -1,0 +1,108 @@
+//! One reconciler among the replicas: leader election on the Lease [`LEASE`] in the operand
+//! namespace. A replica reconciles only while it holds the Lease, renewing it every
+//! `DURATION - GRACE` seconds; the others wait and take it over at the latest [`DURATION`]
+//! seconds after its last renewal (a replica stopping releases it). A leader whose renewals fail
+//! for as long as the Lease lasts may have lost it to another: it exits, and starts again as a
+//! follower, so two never reconcile at once for longer than the renewal grace.
+
+use std::future::Future;
+use std::time::Duration;
+
+use kube::Client;
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+
+use crate::apply::FIELD_MANAGER;
+use crate::error::{Error, Result};
+use crate::manifests::OPERATOR_NAME;
+use crate::settings::Settings;
+
+/// The Lease the replicas elect their leader on.
+pub const LEASE: &str = OPERATOR_NAME;
+/// How long a Lease holds after its last renewal, in seconds: the longest a follower waits
+/// for a leader that is gone.
+pub const DURATION: u64 = 10;
+/// How long before the Lease expires its holder renews it (the clock skew tolerated between
+/// nodes), in seconds.
+const GRACE: u64 = 3;
+
+/// Runs `lead` once this replica holds the Lease, until it ends or the Lease is lost; returns
+/// without leading when SIGTERM or Ctrl-C comes first.
+pub async fn while_leading(
+    client: Client,
+    settings: &Settings,
+    lead: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let identity = if settings.pod_name.is_empty() {
+        format!("{OPERATOR_NAME}-{}", std::process::id())
+    } else {
+        settings.pod_name.clone()
+    };
+    let lease = LeaseManagerBuilder::new(client, LEASE)
+        .with_namespace(&settings.namespace)
+        .with_identity(&identity)
+        .with_duration(DURATION)
+        .with_grace(GRACE)
+        .with_field_manager(format!("{FIELD_MANAGER}-{identity}"))
+        .build()
+        .await
+        .map_err(|e| Error::wrap(format!("use Lease {}/{LEASE}", settings.namespace), e))?;
+    tracing::info!(lease = LEASE, %identity, "waiting to lead");
+    tokio::select! {
+        acquired = acquire(&lease) => acquired?,
+        () = shutdown() => return Ok(()),
+    }
+    tracing::info!(lease = LEASE, %identity, "leading");
+    let outcome = tokio::select! {
+        done = lead => done,
+        lost = hold(&lease) => lost,
+    };
+    if let Err(e) = lease.release().await {
+        tracing::warn!(error = %e, "Lease not released; the next leader waits for it to expire");
+    }
+    outcome
+}
+
+async fn acquire(lease: &LeaseManager) -> Result<()> {
+    loop {
+        match lease.changed().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the Lease; trying again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Keeps renewing the Lease; returns the error to exit with once it is lost, or once renewals
+/// failed for as long as it lasts.
+async fn hold(lease: &LeaseManager) -> Result<()> {
+    let mut failing_since: Option<tokio::time::Instant> = None;
+    loop {
+        match lease.changed().await {
+            Ok(true) => failing_since = None,
+            Ok(false) => return Err(Error::other("lost the Lease to another replica")),
+            Err(e) => {
+                let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= Duration::from_secs(DURATION) {
+                    return Err(Error::wrap("renew the Lease", e));
+                }
+                tracing::warn!(error = %e, "cannot renew the Lease; trying again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

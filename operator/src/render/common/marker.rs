@@ -1,0 +1,160 @@
+//! The bridge markers: the installer as a long-running container that keeps the plugins in
+//! place, marks the node's bridges and collects what lost DELs left, with its RBAC.
+
+use k8s_openapi::api::core::v1::{Container, ExecAction, Probe, VolumeMount};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+
+use super::installer::{cni_bin_mount, installer_args};
+use super::{
+    cluster_role, cluster_role_binding, container, field_env, host_path, host_path_volume, mount,
+    plugin_daemon_set, privileged, requests, rule, service_account, strings, to_rendered, Ctx,
+    PluginDaemonSet,
+};
+use crate::duration::format_duration;
+use crate::error::Result;
+use crate::render::Rendered;
+use crate::spec::Component;
+
+/// The node's `/`, where the agents' garbage collection runs the plugins as the runtime does.
+pub const HOST_ROOT_VOLUME: &str = "host-root";
+pub const HOST_ROOT: &str = "/host";
+
+/// What a marker's long-running installer container does besides keeping the binaries
+/// installed.
+pub struct Agent<'a> {
+    /// The container's name (upstream's, so the status lists familiar names).
+    pub name: &'a str,
+    /// `--mark <kind>`: publish the node's bridges of this kind as extended resources.
+    pub mark: &'a str,
+    /// Extra arguments after the common ones.
+    pub extra_args: &'a [&'a str],
+    /// Extra host mounts; their volumes go in [`PluginDaemonSet::extra_volumes`].
+    pub extra_mounts: Vec<VolumeMount>,
+}
+
+/// Everything a bridge marker component renders: its service account, ClusterRole `role` and
+/// binding `binding` ([`marker_rbac`]), then its DaemonSet, whose long-running container is the
+/// installer itself, keeping the plugins installed and marking the node's bridges.
+pub fn marker(
+    ctx: &Ctx,
+    role: &str,
+    binding: &str,
+    ds: PluginDaemonSet,
+    agent: Agent,
+) -> Result<Vec<Rendered>> {
+    let component = ds.component;
+    let mut out = marker_rbac(ctx, component, ds.service_account, role, binding)?;
+    let mut ds = ds;
+    let mut main = agent_container(ctx, ds.plugins, agent);
+    if collects_garbage(ctx) {
+        ds.extra_volumes
+            .push(host_path_volume(HOST_ROOT_VOLUME, "/"));
+        with_garbage_collection(ctx, &mut main);
+    }
+    out.push(to_rendered(
+        Some(component),
+        &plugin_daemon_set(ctx, ds, main),
+    )?);
+    Ok(out)
+}
+
+/// Whether the agents collect what lost DELs left (`GC_INTERVAL` not 0).
+fn collects_garbage(ctx: &Ctx) -> bool {
+    !ctx.settings.gc_interval.is_zero()
+}
+
+/// `run --gc-interval`: the agent runs its plugins' GC for every network they serve, through
+/// the node's root (mounted whole: the plugins' GC reaches their state, OVSDB and `/dev` there
+/// as when the runtime calls them), with the runtime's live sandboxes kept.
+fn with_garbage_collection(ctx: &Ctx, agent: &mut Container) {
+    let command = agent.command.get_or_insert_with(Vec::new);
+    command.extend([
+        "--gc-interval".to_string(),
+        format_duration(ctx.settings.gc_interval),
+        "--host-root".to_string(),
+        HOST_ROOT.to_string(),
+        "--cni-conf-dir".to_string(),
+        host_path(&ctx.cni_conf_dir),
+    ]);
+    if !ctx.settings.cri_socket.is_empty() {
+        command.extend([
+            "--cri-socket".to_string(),
+            host_path(&ctx.settings.cri_socket),
+        ]);
+    }
+    agent
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        .push(VolumeMount {
+            // The node's unmounts must reach the pod: a private copy of `/` would hold every mount
+            // under it (other pods' volumes, a CSI volume being detached) busy until the agent
+            // restarts. As the Multus DaemonSet mounts `/`; a node's `/` is a shared mount.
+            mount_propagation: Some("HostToContainer".to_string()),
+            ..mount(HOST_ROOT_VOLUME, HOST_ROOT)
+        });
+}
+
+/// The long-running installer container: re-installs when a binary goes missing or changes,
+/// marks the node's bridges, and is ready only while every plugin is installed and verified.
+fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
+    let mut command = installer_args(ctx, "run", plugins);
+    command.extend(strings(&["--replace-foreign", "--mark", agent.mark]));
+    command.extend(strings(agent.extra_args));
+    let mut mounts = vec![cni_bin_mount(ctx)];
+    mounts.extend(agent.extra_mounts);
+    Container {
+        command: Some(command),
+        env: Some(vec![field_env("NODE_NAME", "spec.nodeName")]),
+        readiness_probe: Some(Probe {
+            exec: Some(ExecAction {
+                command: Some(installer_args(ctx, "probe", plugins)),
+            }),
+            period_seconds: Some(10),
+            ..Probe::default()
+        }),
+        resources: Some(requests("10m", "15Mi")),
+        security_context: Some(privileged()),
+        volume_mounts: Some(mounts),
+        ..container(ctx, agent.name, &ctx.settings.plugins_image)
+    }
+}
+
+/// A marker reads Node objects and writes the bridge resources into their status; collecting
+/// garbage, it lists its node's pods and the NetworkAttachmentDefinitions (which networks its
+/// plugins serve).
+fn marker_rules(ctx: &Ctx) -> Vec<PolicyRule> {
+    let mut rules = vec![
+        rule(&[""], &["nodes"], &["get", "list", "watch"]),
+        rule(&[""], &["nodes/status"], &["patch", "update"]),
+    ];
+    if collects_garbage(ctx) {
+        rules.push(rule(&[""], &["pods"], &["list"]));
+        rules.push(rule(
+            &["k8s.cni.cncf.io"],
+            &["network-attachment-definitions"],
+            &["list"],
+        ));
+    }
+    rules
+}
+
+/// The service account, ClusterRole and binding of a bridge marker ([`marker_rules`]).
+fn marker_rbac(
+    ctx: &Ctx,
+    component: Component,
+    account: &str,
+    role: &str,
+    binding: &str,
+) -> Result<Vec<Rendered>> {
+    Ok(vec![
+        to_rendered(Some(component), &service_account(ctx, account, component))?,
+        to_rendered(
+            Some(component),
+            &cluster_role(ctx, role, component, marker_rules(ctx)),
+        )?,
+        to_rendered(
+            Some(component),
+            &cluster_role_binding(ctx, binding, component, role, account),
+        )?,
+    ])
+}

@@ -1,0 +1,543 @@
+//! The NetworkAddonsConfig status: conditions `Available`, `Progressing` and `Degraded` computed
+//! the way the upstream operator does (same reasons), readiness of the rendered DaemonSets and
+//! Deployments, hung rollouts, and the status write itself.
+//!
+//! A progressing object whose status has not changed for the progress timeout (`PROGRESS_TIMEOUT`,
+//! 10 minutes by default) makes the configuration Degraded (`RolloutHung`): a DaemonSet whose pods
+//! crash-loop would otherwise report Progressing forever. One that waits for images that cannot
+//! be pulled or for nodes that are down is not hung: it stays Progressing, naming them.
+//!
+//! This file holds the status as a pure function of what was observed; `workloads` the readiness
+//! rules and the diagnosis of what a rollout waits for, `rollouts` the clock of hung rollouts,
+//! `write` the status write.
+
+use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use crate::spec::{Condition, ContainerImage, NetworkAddonsConfigStatus, NotDeployed};
+
+mod rollouts;
+mod workloads;
+mod write;
+
+pub use rollouts::{Rollout, RolloutTracker};
+pub use workloads::{daemonset_progress, deployment_progress, image_pull_problems, nodes_down};
+pub use write::write;
+
+pub const AVAILABLE: &str = "Available";
+pub const PROGRESSING: &str = "Progressing";
+pub const DEGRADED: &str = "Degraded";
+
+/// The failures only a change of the spec resolves: reported as an invalid configuration that
+/// needs human interaction. Every other failure is retried by the operator.
+pub const NEEDS_A_SPEC_CHANGE: [&str; 2] = ["FailedToValidate", "UnsafeChange"];
+
+/// What this reconcile found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// The configuration could not be applied: `reason` is one of `FailedToValidate`,
+    /// `UnsafeChange`, `FailedToGetPreviousConfigSpec`, `FailedToRender`, `FailedToApply`,
+    /// `FailedToDeleteObjects`.
+    Failing { reason: String, message: String },
+    /// Objects still rolling out, one line each; `hung` names those that have not changed for
+    /// the progress timeout.
+    Deploying {
+        progressing: Vec<String>,
+        hung: Vec<String>,
+    },
+    /// Every rendered DaemonSet and Deployment is available.
+    Available,
+}
+
+/// Everything the next status is computed from.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub health: Health,
+    /// The NetworkAddonsConfig's `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The operator's version.
+    pub version: String,
+    /// `None`: keep what the status has (nothing was rendered this time).
+    pub containers: Option<Vec<ContainerImage>>,
+    /// `None`: keep what the status has.
+    pub not_deployed: Option<Vec<NotDeployed>>,
+    /// Each component the spec turns on, for its own condition. `None`: keep what the status
+    /// has (the configuration was not applied, so what runs is what ran before).
+    pub components: Option<Vec<ComponentHealth>>,
+    pub now: Timestamp,
+}
+
+/// One component as this reconcile found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComponentHealth {
+    /// The spec key (`linuxBridge`).
+    pub key: String,
+    /// Its DaemonSets and Deployments still rolling out, one line each.
+    pub progressing: Vec<String>,
+    /// Why it is not deployed at all, when it is not.
+    pub not_deployed: Option<Absent>,
+}
+
+/// Why a component the spec turns on is not deployed: its condition's reason
+/// (`NotDeployed`, `UpstreamInstalled`) and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Absent {
+    pub reason: String,
+    pub message: String,
+}
+
+/// The type of a component's own condition: `LinuxBridgeAvailable` for `linuxBridge`, so
+/// `kubectl wait --for=condition=LinuxBridgeAvailable` waits for that component alone.
+pub fn component_condition_type(key: &str) -> String {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}Available", first.to_ascii_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+/// Whether `type_` is a component's own condition.
+fn is_component_condition(type_: &str) -> bool {
+    type_ != AVAILABLE && type_.ends_with(AVAILABLE)
+}
+
+/// The components' conditions as (type, (status, reason, message)).
+fn component_conditions(components: &[ComponentHealth]) -> Vec<(String, (String, String, String))> {
+    components
+        .iter()
+        .map(|c| {
+            let value = match (&c.not_deployed, c.progressing.is_empty()) {
+                (Some(why), _) => cond(false, &why.reason, &why.message),
+                (None, false) => cond(false, "Deploying", &c.progressing.join("\n")),
+                (None, true) => cond(true, "AsExpected", ""),
+            };
+            (component_condition_type(&c.key), value)
+        })
+        .collect()
+}
+
+/// The status after `report`, given the current one: conditions keep their
+/// `lastTransitionTime` when their status did not change; `observedVersion` moves only when
+/// everything is available; the retired `Failing` condition is dropped.
+pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkAddonsConfigStatus {
+    let not_deployed = report
+        .not_deployed
+        .clone()
+        .unwrap_or_else(|| old.not_deployed.clone());
+    let (available, progressing, degraded) = match &report.health {
+        Health::Failing { reason, message } if NEEDS_A_SPEC_CHANGE.contains(&reason.as_str()) => (
+            cond(false, "Failing", "Unable to apply desired configuration"),
+            cond(
+                false,
+                "InvalidConfiguration",
+                "Human interaction is needed: see the Degraded condition",
+            ),
+            cond(true, reason, message),
+        ),
+        Health::Failing { reason, message } => (
+            cond(false, "Failing", "Unable to apply desired configuration"),
+            cond(false, "Failing", &format!("Retrying: {message}")),
+            cond(true, reason, message),
+        ),
+        Health::Deploying { progressing, hung } if !hung.is_empty() => (
+            cond(false, "Failing", "A rollout is not making progress"),
+            cond(true, "Deploying", &progressing.join("\n")),
+            cond(true, "RolloutHung", &hung.join("\n")),
+        ),
+        Health::Deploying { progressing, .. } => (
+            cond(false, "Startup", "Components are being deployed"),
+            cond(true, "Deploying", &progressing.join("\n")),
+            cond(false, "AsExpected", ""),
+        ),
+        Health::Available => (
+            cond(true, "AsExpected", &available_message(&not_deployed)),
+            cond(false, "AsExpected", ""),
+            cond(false, "AsExpected", ""),
+        ),
+    };
+    let now = format_time(report.now);
+    let mut all: Vec<(String, (String, String, String))> = vec![
+        (AVAILABLE.to_string(), available),
+        (PROGRESSING.to_string(), progressing),
+        (DEGRADED.to_string(), degraded),
+    ];
+    match &report.components {
+        Some(components) => all.extend(component_conditions(components)),
+        None => all.extend(
+            old.conditions
+                .iter()
+                .filter(|c| is_component_condition(&c.type_))
+                .map(|c| {
+                    let value = (c.status.clone(), c.reason.clone(), c.message.clone());
+                    (c.type_.clone(), value)
+                }),
+        ),
+    }
+    let conditions = all
+        .into_iter()
+        .map(|(type_, (status, reason, message))| {
+            let previous = old.conditions.iter().find(|c| c.type_ == type_);
+            let last_transition_time = match previous {
+                Some(p) if p.status == status && p.last_transition_time.is_some() => {
+                    p.last_transition_time.clone()
+                }
+                _ => Some(now.clone()),
+            };
+            Condition {
+                type_,
+                status,
+                reason,
+                message,
+                last_heartbeat_time: Some(now.clone()),
+                last_transition_time,
+            }
+        })
+        .collect();
+    NetworkAddonsConfigStatus {
+        operator_version: Some(report.version.clone()),
+        target_version: Some(report.version.clone()),
+        observed_version: if report.health == Health::Available {
+            Some(report.version.clone())
+        } else {
+            old.observed_version.clone()
+        },
+        observed_generation: report.generation.or(old.observed_generation),
+        conditions,
+        containers: report
+            .containers
+            .clone()
+            .unwrap_or_else(|| old.containers.clone()),
+        not_deployed,
+    }
+}
+
+fn cond(status: bool, reason: &str, message: &str) -> (String, String, String) {
+    let status = if status { "True" } else { "False" };
+    (status.to_string(), reason.to_string(), message.to_string())
+}
+
+fn available_message(not_deployed: &[NotDeployed]) -> String {
+    if not_deployed.is_empty() {
+        return "All components are available".to_string();
+    }
+    let skipped: Vec<String> = not_deployed
+        .iter()
+        .map(|n| format!("{} ({})", n.component, n.reason))
+        .collect();
+    format!(
+        "All deployed components are available; not deployed: {}",
+        skipped.join("; ")
+    )
+}
+
+/// RFC 3339 in whole seconds, as the API server writes times.
+pub fn format_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Whether two statuses differ in more than the heartbeat times.
+pub fn same_ignoring_heartbeat(
+    a: &NetworkAddonsConfigStatus,
+    b: &NetworkAddonsConfigStatus,
+) -> bool {
+    let strip = |s: &NetworkAddonsConfigStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_heartbeat_time = None;
+        }
+        s
+    };
+    strip(a) == strip(b)
+}
+
+/// The condition of `type_` in `status`, if its status is `True`.
+pub fn is_true(status: &NetworkAddonsConfigStatus, type_: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// Whether reporting Degraded with `reason` is news: Degraded was not True, or was True for
+/// another reason. A Warning event is recorded only then.
+pub fn degraded_anew(before: &NetworkAddonsConfigStatus, reason: &str) -> bool {
+    !before
+        .conditions
+        .iter()
+        .any(|c| c.type_ == DEGRADED && c.status == "True" && c.reason == reason)
+}
+
+/// Every container and init container of every DaemonSet and Deployment in `objects`.
+pub fn containers(objects: &[Value]) -> Vec<ContainerImage> {
+    let mut out = Vec::new();
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap_or_default();
+        if kind != "DaemonSet" && kind != "Deployment" {
+            continue;
+        }
+        let parent = o["metadata"]["name"].as_str().unwrap_or_default();
+        let pod = &o["spec"]["template"]["spec"];
+        let Ok(pod) = serde_json::from_value::<PodSpec>(pod.clone()) else {
+            continue;
+        };
+        let all = pod
+            .containers
+            .iter()
+            .chain(pod.init_containers.iter().flatten());
+        for c in all {
+            out.push(ContainerImage {
+                parent_kind: kind.to_string(),
+                parent_name: parent.to_string(),
+                name: c.name.clone(),
+                image: c.image.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + secs).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn report(health: Health, secs: i64) -> Report {
+        Report {
+            health,
+            generation: Some(3),
+            version: "1.2.3".to_string(),
+            containers: None,
+            not_deployed: None,
+            components: None,
+            now: at(secs),
+        }
+    }
+
+    fn condition<'a>(s: &'a NetworkAddonsConfigStatus, t: &str) -> &'a Condition {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .unwrap_or_else(|| panic!("no {t} condition"))
+    }
+
+    #[test]
+    fn transition_time_stays_while_the_status_does_and_heartbeat_moves() {
+        let deploying = Health::Deploying {
+            progressing: vec!["DaemonSet \"ns/a\" update is rolling out".to_string()],
+            hung: vec![],
+        };
+        let first = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(deploying.clone(), 0),
+        );
+        let second = next_status(&first, &report(deploying, 60));
+        let p1 = condition(&first, PROGRESSING);
+        let p2 = condition(&second, PROGRESSING);
+        assert_eq!(p1.last_transition_time, p2.last_transition_time);
+        assert_ne!(p1.last_heartbeat_time, p2.last_heartbeat_time);
+        assert!(same_ignoring_heartbeat(&first, &second));
+
+        let third = next_status(&second, &report(Health::Available, 120));
+        assert_eq!(condition(&third, AVAILABLE).status, "True");
+        assert_ne!(
+            condition(&third, AVAILABLE).last_transition_time,
+            p1.last_transition_time
+        );
+        assert_eq!(third.observed_version.as_deref(), Some("1.2.3"));
+        assert_eq!(second.observed_version, None);
+    }
+
+    fn component(key: &str, progressing: &[&str], not_deployed: Option<&str>) -> ComponentHealth {
+        ComponentHealth {
+            key: key.to_string(),
+            progressing: progressing.iter().map(|s| s.to_string()).collect(),
+            not_deployed: not_deployed.map(|reason| Absent {
+                reason: reason.to_string(),
+                message: format!("because {reason}"),
+            }),
+        }
+    }
+
+    #[test]
+    fn each_component_has_its_own_available_condition() {
+        let line = "DaemonSet \"ns/ovs-cni-amd64\" update is rolling out";
+        let mut r = report(
+            Health::Deploying {
+                progressing: vec![line.to_string()],
+                hung: vec![],
+            },
+            0,
+        );
+        r.components = Some(vec![
+            component("linuxBridge", &[], None),
+            component("ovs", &[line], None),
+            component("macvtap", &[], Some("NotDeployed")),
+            component("nmstate", &[], Some("UpstreamInstalled")),
+        ]);
+        let next = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        let bridge = condition(&next, "LinuxBridgeAvailable");
+        assert_eq!(
+            (bridge.status.as_str(), bridge.reason.as_str()),
+            ("True", "AsExpected")
+        );
+        let ovs = condition(&next, "OvsAvailable");
+        assert_eq!(
+            (ovs.status.as_str(), ovs.reason.as_str()),
+            ("False", "Deploying")
+        );
+        assert_eq!(ovs.message, line);
+        let macvtap = condition(&next, "MacvtapAvailable");
+        assert_eq!(
+            (macvtap.status.as_str(), macvtap.reason.as_str()),
+            ("False", "NotDeployed")
+        );
+        let nmstate = condition(&next, "NmstateAvailable");
+        assert_eq!(
+            (nmstate.status.as_str(), nmstate.reason.as_str()),
+            ("False", "UpstreamInstalled")
+        );
+        assert_eq!(nmstate.message, "because UpstreamInstalled");
+    }
+
+    #[test]
+    fn a_component_turned_off_loses_its_condition() {
+        let mut r = report(Health::Available, 0);
+        r.components = Some(vec![component("ovs", &[], None)]);
+        let first = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        r.components = Some(vec![]);
+        let next = next_status(&first, &r);
+        assert!(next.conditions.iter().all(|c| c.type_ != "OvsAvailable"));
+    }
+
+    #[test]
+    fn a_failed_apply_keeps_the_components_conditions_of_what_runs() {
+        let mut r = report(Health::Available, 0);
+        r.components = Some(vec![component("ovs", &[], None)]);
+        let first = next_status(&NetworkAddonsConfigStatus::default(), &r);
+        let failing = report(
+            Health::Failing {
+                reason: "FailedToValidate".to_string(),
+                message: "invalid configuration:\nx".to_string(),
+            },
+            60,
+        );
+        let next = next_status(&first, &failing);
+        let ovs = condition(&next, "OvsAvailable");
+        assert_eq!(ovs.status, "True");
+        assert_eq!(
+            ovs.last_transition_time,
+            condition(&first, "OvsAvailable").last_transition_time
+        );
+    }
+
+    #[test]
+    fn the_retired_failing_condition_is_dropped() {
+        let old = NetworkAddonsConfigStatus {
+            conditions: vec![Condition {
+                type_: "Failing".to_string(),
+                status: "True".to_string(),
+                ..Condition::default()
+            }],
+            ..Default::default()
+        };
+        let next = next_status(&old, &report(Health::Available, 0));
+        let types: Vec<&str> = next.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [AVAILABLE, PROGRESSING, DEGRADED]);
+    }
+
+    #[test]
+    fn a_failure_is_degraded_and_not_available() {
+        let next = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(
+                Health::Failing {
+                    reason: "FailedToValidate".to_string(),
+                    message: "invalid configuration:\nx".to_string(),
+                },
+                0,
+            ),
+        );
+        assert_eq!(condition(&next, DEGRADED).status, "True");
+        assert_eq!(condition(&next, DEGRADED).reason, "FailedToValidate");
+        assert_eq!(condition(&next, AVAILABLE).reason, "Failing");
+        assert_eq!(condition(&next, PROGRESSING).reason, "InvalidConfiguration");
+        assert_eq!(next.operator_version.as_deref(), Some("1.2.3"));
+        assert_eq!(next.target_version.as_deref(), Some("1.2.3"));
+        assert_eq!(next.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn a_failure_the_operator_retries_asks_for_no_human_interaction() {
+        let next = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(
+                Health::Failing {
+                    reason: "FailedToApply".to_string(),
+                    message: "apply DaemonSet ns/a: connection refused".to_string(),
+                },
+                0,
+            ),
+        );
+        let progressing = condition(&next, PROGRESSING);
+        assert_eq!(
+            (progressing.status.as_str(), progressing.reason.as_str()),
+            ("False", "Failing")
+        );
+        assert_eq!(
+            progressing.message,
+            "Retrying: apply DaemonSet ns/a: connection refused"
+        );
+        assert_eq!(condition(&next, DEGRADED).reason, "FailedToApply");
+    }
+
+    #[test]
+    fn degraded_is_news_when_it_turns_true_or_changes_reason() {
+        let failing = |reason: &str| {
+            next_status(
+                &NetworkAddonsConfigStatus::default(),
+                &report(
+                    Health::Failing {
+                        reason: reason.to_string(),
+                        message: "m".to_string(),
+                    },
+                    0,
+                ),
+            )
+        };
+        assert!(degraded_anew(
+            &NetworkAddonsConfigStatus::default(),
+            "FailedToApply"
+        ));
+        assert!(!degraded_anew(&failing("FailedToApply"), "FailedToApply"));
+        assert!(degraded_anew(
+            &failing("FailedToApply"),
+            "FailedToDeleteObjects"
+        ));
+        let available = next_status(
+            &NetworkAddonsConfigStatus::default(),
+            &report(Health::Available, 0),
+        );
+        assert!(degraded_anew(&available, "FailedToApply"));
+    }
+
+    #[test]
+    fn containers_include_init_containers() {
+        let ds = json!({"kind": "DaemonSet", "metadata": {"name": "a"}, "spec": {"template": {"spec": {
+            "initContainers": [{"name": "install", "image": "img:1"}],
+            "containers": [{"name": "main", "image": "img:2"}]}}}});
+        let cm = json!({"kind": "ConfigMap", "metadata": {"name": "c"}});
+        let list = containers(&[ds, cm]);
+        let names: Vec<(&str, &str)> = list
+            .iter()
+            .map(|c| (c.name.as_str(), c.image.as_str()))
+            .collect();
+        assert_eq!(names, [("main", "img:2"), ("install", "img:1")]);
+        assert_eq!(list[0].parent_kind, "DaemonSet");
+        assert_eq!(list[0].parent_name, "a");
+    }
+}

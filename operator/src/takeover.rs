@@ -1,0 +1,284 @@
+//! Taking over an object another manager made, in place.
+//!
+//! A forced server-side apply takes over only the fields both managers set: the other manager's
+//! extra env, args, volumes or labels would stay. Deleting and re-creating the object drops them,
+//! but gives it a new uid: a re-created ServiceAccount invalidates every token its pods hold, a
+//! re-created Service gets a new ClusterIP. So the object is kept, and its record of who set what
+//! (`metadata.managedFields`) is rewritten: every field set by a manager that also set a field we
+//! render (the object's previous author: the upstream operator, `kubectl apply`, a Helm chart)
+//! becomes ours. The forced apply that follows then removes those of them we do not render, as it
+//! would on an object we had always managed. Managers that set none of our fields (the token
+//! controller's `secrets` on a ServiceAccount, a Deployment's revision annotation, another
+//! controller's annotation) and status writers keep theirs.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+use serde_json::{Map, Value};
+
+/// The operation of a server-side apply entry.
+const APPLY: &str = "Apply";
+
+/// `managed` with the fields of every previous author of `rendered` (in `subresource`, or the
+/// object itself when `None`) moved into one server-side apply entry of `manager`; `None` when
+/// there is nothing to move. An author whose entry is for another API version keeps it: field
+/// sets of two versions cannot be merged here (the forced apply still takes over the fields
+/// both set).
+pub fn take_over_fields(
+    managed: &[ManagedFieldsEntry],
+    rendered: &Value,
+    manager: &str,
+    subresource: Option<&str>,
+) -> Option<Vec<ManagedFieldsEntry>> {
+    let api_version = rendered["apiVersion"].as_str()?;
+    let subresource = subresource.unwrap_or_default();
+    let here = |e: &ManagedFieldsEntry| e.subresource.as_deref().unwrap_or_default() == subresource;
+    let ours = |e: &ManagedFieldsEntry| {
+        here(e) && e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some(APPLY)
+    };
+    let author = |e: &ManagedFieldsEntry| {
+        !ours(e)
+            && here(e)
+            && e.api_version.as_deref() == Some(api_version)
+            && e.fields_v1
+                .as_ref()
+                .is_some_and(|f| sets_any(&f.0, rendered))
+    };
+    if !managed.iter().any(author) {
+        return None;
+    }
+    let mut fields = Value::Object(Map::new());
+    let mut kept = Vec::new();
+    for entry in managed {
+        if author(entry) || (ours(entry) && entry.api_version.as_deref() == Some(api_version)) {
+            if let Some(f) = &entry.fields_v1 {
+                union(&mut fields, &f.0);
+            }
+        } else {
+            kept.push(entry.clone());
+        }
+    }
+    kept.push(ManagedFieldsEntry {
+        api_version: Some(api_version.to_string()),
+        fields_type: Some("FieldsV1".to_string()),
+        fields_v1: Some(FieldsV1(fields)),
+        manager: Some(manager.to_string()),
+        operation: Some(APPLY.to_string()),
+        subresource: (!subresource.is_empty()).then(|| subresource.to_string()),
+        time: None,
+    });
+    Some(kept)
+}
+
+/// Whether the field set `fields` (managedFields' `fieldsV1`: `f:<name>` per field) holds a field
+/// `rendered` sets. A list or a scalar we render counts when the manager set it or any of its
+/// items; a map counts through its keys.
+fn sets_any(fields: &Value, rendered: &Value) -> bool {
+    let (Some(fields), Some(rendered)) = (fields.as_object(), rendered.as_object()) else {
+        return false;
+    };
+    rendered.iter().any(|(key, value)| {
+        let Some(set) = fields.get(&format!("f:{key}")) else {
+            return false;
+        };
+        match value {
+            Value::Object(_) => sets_any(set, value),
+            _ => true,
+        }
+    })
+}
+
+/// Adds every field of `other` to the field set `into`.
+fn union(into: &mut Value, other: &Value) {
+    let (Some(into), Some(other)) = (into.as_object_mut(), other.as_object()) else {
+        return;
+    };
+    for (key, value) in other {
+        match into.get_mut(key) {
+            Some(existing) => union(existing, value),
+            None => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(manager: &str, operation: &str, fields: Value) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            api_version: Some("apps/v1".into()),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1(fields)),
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            subresource: None,
+            time: None,
+        }
+    }
+
+    fn rendered() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "x", "labels": {"app.kubernetes.io/managed-by": "network-addons-operator"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+        })
+    }
+
+    fn managers(entries: &[ManagedFieldsEntry]) -> Vec<(String, String)> {
+        entries
+            .iter()
+            .map(|e| {
+                (
+                    e.manager.clone().unwrap_or_default(),
+                    e.operation.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_fields_of_the_manager_that_set_ours_become_ours_extra_ones_included() {
+        let previous = entry(
+            "cluster-network-addons-operator",
+            "Update",
+            json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}},
+                   "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                       "k:{\"name\":\"c\"}": {"f:command": {}, "f:image": {}}}}}}}),
+        );
+        let out = take_over_fields(&[previous], &rendered(), "network-addons-operator", None)
+            .expect("taken over");
+        assert_eq!(
+            managers(&out),
+            [("network-addons-operator".into(), "Apply".into())]
+        );
+        let fields = &out[0].fields_v1.as_ref().expect("fields").0;
+        assert!(fields.to_string().contains("f:command"), "{fields}");
+    }
+
+    #[test]
+    fn a_manager_that_set_none_of_our_fields_keeps_its_own() {
+        let token_controller = entry(
+            "kube-controller-manager",
+            "Update",
+            json!({"f:secrets": {".": {}}}),
+        );
+        assert!(take_over_fields(
+            &[token_controller],
+            &rendered(),
+            "network-addons-operator",
+            None
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn status_writers_and_other_api_versions_keep_their_entries() {
+        let mut status = entry(
+            "kube-controller-manager",
+            "Update",
+            json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}}),
+        );
+        status.subresource = Some("status".into());
+        let mut old = entry(
+            "kubectl",
+            "Update",
+            json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}}),
+        );
+        old.api_version = Some("extensions/v1beta1".into());
+        let author = entry(
+            "kubectl-create",
+            "Update",
+            json!({"f:spec": {"f:template": {}}}),
+        );
+        // `f:template` alone sets no field of ours: the map counts through its keys.
+        assert!(take_over_fields(
+            &[status.clone(), old.clone(), author],
+            &rendered(),
+            "network-addons-operator",
+            None
+        )
+        .is_none());
+        let author = entry(
+            "kubectl-create",
+            "Update",
+            json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {}}}}}),
+        );
+        let out = take_over_fields(
+            &[status, old, author],
+            &rendered(),
+            "network-addons-operator",
+            None,
+        )
+        .expect("taken over");
+        assert_eq!(
+            managers(&out),
+            [
+                ("kube-controller-manager".into(), "Update".into()),
+                ("kubectl".into(), "Update".into()),
+                ("network-addons-operator".into(), "Apply".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn our_earlier_apply_is_merged_not_duplicated() {
+        let ours = entry(
+            "network-addons-operator",
+            "Apply",
+            json!({"f:metadata": {"f:labels": {"f:a": {}}}}),
+        );
+        let author = entry(
+            "helm",
+            "Update",
+            json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:b": {}}}}),
+        );
+        let out = take_over_fields(
+            &[ours, author],
+            &rendered(),
+            "network-addons-operator",
+            None,
+        )
+        .expect("taken over");
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].fields_v1.as_ref().expect("fields").0,
+            json!({"f:metadata": {"f:labels": {"f:a": {}, "f:app.kubernetes.io/managed-by": {}, "f:b": {}}}})
+        );
+    }
+
+    #[test]
+    fn the_status_another_manager_wrote_becomes_ours_in_the_status_entry() {
+        let mut status_writer = entry(
+            "cluster-network-addons-operator",
+            "Update",
+            json!({"f:status": {"f:conditions": {}, "f:notDeployed": {}}}),
+        );
+        status_writer.subresource = Some("status".into());
+        let spec_writer = entry("kubectl", "Update", json!({"f:spec": {"f:multus": {}}}));
+        let body = json!({"apiVersion": "apps/v1", "status": {"conditions": []}});
+        let out = take_over_fields(
+            &[status_writer, spec_writer],
+            &body,
+            "network-addons-operator",
+            Some("status"),
+        )
+        .expect("taken over");
+        assert_eq!(
+            managers(&out),
+            [
+                ("kubectl".into(), "Update".into()),
+                ("network-addons-operator".into(), "Apply".into()),
+            ]
+        );
+        assert_eq!(out[1].subresource.as_deref(), Some("status"));
+        assert!(out[1]
+            .fields_v1
+            .as_ref()
+            .expect("fields")
+            .0
+            .to_string()
+            .contains("f:notDeployed"));
+    }
+}
