@@ -55,6 +55,18 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::full_cr_progressing,
     ),
     (
+        "the_operator_can_write_nothing_outside_its_namespace_but_its_cluster_scoped_kinds",
+        scenarios::operator::least_privilege,
+    ),
+    (
+        "idle_the_operator_writes_nothing_and_a_rollout_applies_the_daemonset_once",
+        scenarios::control_loop::quiet_control_loop,
+    ),
+    (
+        "the_leaders_pod_deleted_the_other_replica_applies_a_change_within_15_s",
+        scenarios::control_loop::the_other_replica_takes_over,
+    ),
+    (
         "the_ipam_controller_is_deployed_once_cert_manager_is_there",
         scenarios::operator::ipam_controller_follows_cert_manager,
     ),
@@ -163,8 +175,8 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::changes::second_field_manager,
     ),
     (
-        "objects_the_upstream_operator_created_are_adopted",
-        scenarios::changes::adoption,
+        "objects_the_upstream_operator_created_are_taken_over_in_place",
+        scenarios::changes::takeover,
     ),
     (
         "in_place_from_the_upstream_operator_leaves_no_moment_without_cni_binaries",

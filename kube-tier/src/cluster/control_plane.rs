@@ -11,7 +11,29 @@ use crate::daemon::{run, wait_for};
 use crate::network::{CONTROL_PLANE_IP, SERVICE_SUBNET};
 use crate::pki::Pki;
 
+/// What the API server records: every write by a service account (what the operator and the
+/// node agents send), one line each when it is answered; nothing else.
+const AUDIT_POLICY: &str = "\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  userGroups: [\"system:serviceaccounts\"]
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+";
+
 impl Cluster {
+    fn audit_policy(&self) -> std::path::PathBuf {
+        self.base.join("audit-policy.yaml")
+    }
+
+    /// The API server's audit log (JSON lines): every write a service account made.
+    pub fn audit_log(&self) -> std::path::PathBuf {
+        self.base.join("audit.log")
+    }
+
     /// Starts etcd, the API server (and waits until it is ready), the controller-manager and
     /// the scheduler.
     pub(super) fn start_control_plane(&mut self, pki: &Pki, logs: &Path) -> Result<()> {
@@ -35,6 +57,7 @@ impl Cluster {
                 .map(drop))
         })?;
 
+        std::fs::write(self.audit_policy(), AUDIT_POLICY)?;
         let mut api = Command::new(self.bin.join("kube-apiserver"));
         // On every address of the control plane's namespace: its loopback and the cluster bridge.
         api.args(["--etcd-servers", ETCD_CLIENT, "--bind-address", "0.0.0.0"])
@@ -59,6 +82,10 @@ impl Cluster {
             .arg(format!("--service-cluster-ip-range={SERVICE_SUBNET}"))
             // Node names do not resolve here; each kubelet serves on its node's address.
             .args(["--kubelet-preferred-address-types", "InternalIP,Hostname"])
+            .arg("--audit-policy-file")
+            .arg(self.audit_policy())
+            .arg("--audit-log-path")
+            .arg(self.audit_log())
             .args(["--v", "1"]);
         self.spawn("kube-apiserver", api, logs)?;
         let kubectl = self.kubectl_command();

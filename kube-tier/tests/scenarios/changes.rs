@@ -316,7 +316,7 @@ fn cnao_daemon_set(image: &str) -> String {
     )
 }
 
-pub fn adoption(ctx: &mut Ctx) -> Result<()> {
+pub fn takeover(ctx: &mut Ctx) -> Result<()> {
     super::operator::reset(ctx)?;
     ctx.cluster.kubectl_stdin(
         &[

@@ -3,7 +3,9 @@
 //! plugins copied as `cnv-bridge`/`cnv-tuning`, `bridge`/`tuning` symlinks to them, as its
 //! linux-bridge DaemonSet leaves a node without vendor plugins), pods run on them, and from the
 //! moment ours starts until it is Available no CNI binary is ever missing on the node and every
-//! pod created meanwhile gets its network.
+//! pod created meanwhile gets its network. CNAO's ServiceAccount and Service are taken over in
+//! place: a pod running with the ServiceAccount calls the API server across the switch and is
+//! never refused, and the Service keeps its ClusterIP.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -26,6 +28,11 @@ const BINARIES: [&str; 4] = ["bridge", "tuning", "cnv-bridge", "cnv-tuning"];
 /// CNAO's version, on its objects' version label.
 const CNAO_VERSION: &str = "0.103.0";
 const APPLIED: &str = "cluster-networks-addons-operator-applied-cluster";
+/// CNAO's ServiceAccount that ours renders too, and the pod that holds its token.
+const MARKER_SA: &str = "bridge-marker";
+const TOKEN_POD: &str = "token-user";
+/// CNAO's metrics Service, which ours renders too.
+const METRICS_SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
 
 /// Metadata as CNAO writes it: its labels and the NetworkAddonsConfig as controlling owner.
 fn cnao_meta(name: &str, namespaced: bool, owner: &Value) -> String {
@@ -88,10 +95,64 @@ fn cnao_objects(owner: &Value) -> String {
         cnao_meta("bridge-marker", true, owner)
     ));
     out.push_str(&format!(
+        "---\napiVersion: v1\nkind: Service\n{}spec:\n  selector:\n    prometheus.cnao.io: \"true\"\n  \
+         ports:\n  - {{name: metrics, port: 8080, protocol: TCP, targetPort: metrics}}\n",
+        cnao_meta(METRICS_SERVICE, true, owner)
+    ));
+    out.push_str(&format!(
         "---\napiVersion: v1\nkind: ConfigMap\n{}data:\n  applied: '{{\"linuxBridge\":{{}},\"imagePullPolicy\":\"IfNotPresent\"}}'\n",
         cnao_meta(APPLIED, true, owner)
     ));
     out
+}
+
+/// A pod with CNAO's ServiceAccount that asks the API server for `/api` with its token five
+/// times a second and prints `<unix seconds> <HTTP status>` for each call: 401 once the token is
+/// refused.
+fn token_pod() -> String {
+    let script = "t=/var/run/secrets/kubernetes.io/serviceaccount/token; while true; do \
+         s=$(wget -S -q -O /dev/null --no-check-certificate --header \"Authorization: Bearer $(cat $t)\" \
+         https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api 2>&1 | grep -m1 HTTP/ | awk '{print $2}'); \
+         echo \"$(date +%s) ${s:-none}\"; sleep 0.2; done";
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {TOKEN_POD}\n  namespace: {NAMESPACE}\nspec:\n  \
+         serviceAccountName: {MARKER_SA}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    \
+         image: {BUSYBOX_IMAGE}\n    imagePullPolicy: IfNotPresent\n    command: [\"/bin/sh\", \"-c\", {script:?}]\n"
+    )
+}
+
+/// The token pod's calls so far: (unix seconds, HTTP status).
+fn token_calls(ctx: &Ctx) -> Result<Vec<(u64, String)>> {
+    let log = ctx.kubectl(&["logs", "-n", NAMESPACE, TOKEN_POD])?;
+    Ok(log
+        .lines()
+        .filter_map(|l| {
+            let (at, code) = l.split_once(' ')?;
+            Some((at.parse().ok()?, code.to_string()))
+        })
+        .collect())
+}
+
+/// The uid (and the ClusterIP, for a Service) of one of CNAO's objects.
+fn identity(ctx: &Ctx, kind: &str, name: &str) -> Result<(String, String)> {
+    let o = ctx.get(&["get", kind, name, "-n", NAMESPACE])?;
+    Ok((
+        o["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        o["spec"]["clusterIP"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    ))
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
 }
 
 /// What is wrong with `name` in node01's CNI directory for a CNI call: missing, or not
@@ -154,6 +215,20 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     // A pod on CNAO's plugins, deleted only after the switch: its DEL runs ours.
     create_pod(ctx, "before-switch")?;
     wait_pod_ip(ctx, "before-switch")?;
+    ctx.apply(&token_pod())?;
+    wait_for(
+        "the token pod's first calls",
+        Duration::from_secs(90),
+        || {
+            Ok(token_calls(ctx)
+                .ok()
+                .filter(|c| c.iter().filter(|(_, code)| code == "200").count() >= 3)
+                .map(drop))
+        },
+    )?;
+    let account_before = identity(ctx, "serviceaccount", MARKER_SA)?;
+    let service_before = identity(ctx, "service", METRICS_SERVICE)?;
+    let switch_started = unix_now();
 
     let stop = AtomicBool::new(false);
     let gaps: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -181,7 +256,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
                 &format!("deployment/{OPERATOR}"),
                 "-n",
                 NAMESPACE,
-                "--replicas=1",
+                "--replicas=2",
             ])?;
             ctx.kubectl_wait("Available", "240s")?;
             ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
@@ -196,6 +271,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         switch?;
         Ok((checks, pods))
     })?;
+    let switch_ended = unix_now();
     let gaps = gaps.into_inner().unwrap_or_default();
     println!(
         "    {checks} checks of {BINARIES:?} over {:.1} s, {pods} pods created during the switch, {} gaps",
@@ -226,6 +302,67 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "network-addons-operator",
         || format!("the DaemonSet is not ours: {}", ds["metadata"]["labels"]),
     )?;
+    // The ServiceAccount and the Service are CNAO's objects still, now ours: the token pod was
+    // never refused, before, during or after the switch.
+    std::thread::sleep(Duration::from_secs(3));
+    let calls = token_calls(ctx)?;
+    let account_after = identity(ctx, "serviceaccount", MARKER_SA)?;
+    let service_after = identity(ctx, "service", METRICS_SERVICE)?;
+    let (before, during, after) = calls.iter().fold((0, 0, 0), |(b, d, a), (at, _)| {
+        if *at < switch_started {
+            (b + 1, d, a)
+        } else if *at <= switch_ended {
+            (b, d + 1, a)
+        } else {
+            (b, d, a + 1)
+        }
+    });
+    let refused: Vec<String> = calls
+        .iter()
+        .filter(|(_, code)| code != "200")
+        .map(|(at, code)| format!("{at}: {code}"))
+        .collect();
+    println!(
+        "    token pod's API calls: {before} before, {during} during, {after} after the switch, {} not 200; \
+         ServiceAccount uid {} -> {}; Service uid {} -> {}, ClusterIP {} -> {}",
+        refused.len(),
+        account_before.0,
+        account_after.0,
+        service_before.0,
+        service_after.0,
+        service_before.1,
+        service_after.1
+    );
+    check(refused.is_empty(), || {
+        format!(
+            "the token pod's calls were refused:\n{}",
+            refused.join("\n")
+        )
+    })?;
+    check(during > 0 && after > 0, || {
+        format!("the token pod made {during} calls during and {after} after the switch")
+    })?;
+    check(account_after.0 == account_before.0, || {
+        "the ServiceAccount was re-created".into()
+    })?;
+    check(service_after == service_before, || {
+        "the Service was re-created or its ClusterIP changed".into()
+    })?;
+    for (kind, name) in [("serviceaccount", MARKER_SA), ("service", METRICS_SERVICE)] {
+        let o = ctx.get(&["get", kind, name, "-n", NAMESPACE])?;
+        check(
+            o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "network-addons-operator"
+                && o["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+                    .is_null(),
+            || {
+                format!(
+                    "{kind} {name} still carries CNAO's fields: {}",
+                    o["metadata"]
+                )
+            },
+        )?;
+    }
+    ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, TOKEN_POD, "--wait=false"])?;
     let applied = ctx.get(&["get", "configmap", APPLIED, "-n", NAMESPACE])?;
     check(
         applied["data"]["applied"]

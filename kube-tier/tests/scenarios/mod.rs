@@ -2,6 +2,7 @@
 
 pub mod changes;
 pub mod cnao;
+pub mod control_loop;
 pub mod diff;
 pub mod gc;
 pub mod image;

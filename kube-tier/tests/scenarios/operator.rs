@@ -57,6 +57,61 @@ pub fn deploy_applies(ctx: &mut Ctx) -> Result<()> {
     )
 }
 
+/// `(resource, verbs)` of `kubectl auth can-i --list` as the operator's ServiceAccount in
+/// `namespace`.
+fn operator_can(ctx: &Ctx, namespace: &str) -> Result<Vec<(String, Vec<String>)>> {
+    let out = ctx.kubectl(&[
+        "auth",
+        "can-i",
+        "--list",
+        "-n",
+        namespace,
+        &format!("--as=system:serviceaccount:{NAMESPACE}:{OPERATOR}"),
+    ])?;
+    Ok(out
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let resource = line.split_whitespace().next()?.to_string();
+            let (_, verbs) = line.trim_end().rsplit_once('[')?;
+            let verbs = verbs.trim_end_matches(']').split_whitespace();
+            Some((resource, verbs.map(str::to_string).collect()))
+        })
+        .collect())
+}
+
+/// With the seed's full config applied (its ClusterRoles and bindings written through the
+/// operator's `escalate` and `bind` on them by name): the operator may not write leases,
+/// secrets or pods outside its namespace, and may write its Lease in it.
+pub fn least_privilege(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    let writes = ["create", "update", "patch", "delete", "*"];
+    for namespace in ["kube-system", "default"] {
+        let can = operator_can(ctx, namespace)?;
+        println!("    as the operator in {namespace}:");
+        for (resource, verbs) in &can {
+            println!("      {resource:<55} {}", verbs.join(" "));
+        }
+        for forbidden in ["leases.coordination.k8s.io", "secrets", "pods", "*.*"] {
+            let held: Vec<&String> = can
+                .iter()
+                .filter(|(r, _)| r == forbidden)
+                .flat_map(|(_, v)| v)
+                .filter(|v| writes.contains(&v.as_str()))
+                .collect();
+            check(held.is_empty(), || {
+                format!("the operator may {held:?} {forbidden} in {namespace}")
+            })?;
+        }
+    }
+    let own = operator_can(ctx, NAMESPACE)?;
+    check(
+        own.iter()
+            .any(|(r, v)| r == "leases.coordination.k8s.io" && v.iter().any(|v| v == "update")),
+        || format!("the operator may not update its Lease in {NAMESPACE}: {own:?}"),
+    )
+}
+
 /// Deletes the NetworkAddonsConfig, if any, and waits until the garbage collector took its
 /// objects (the applied record included), so the next test starts from a clean cluster.
 pub fn reset(ctx: &Ctx) -> Result<()> {

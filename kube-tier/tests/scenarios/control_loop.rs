@@ -1,0 +1,196 @@
+//! The operator's control loop on the real API server: what it writes when nothing changes and
+//! during a rollout (from the API server's audit log), and its two replicas handing over.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use kube_tier::daemon::wait_for;
+
+use super::operator::{reset, LINUX_BRIDGE_DS};
+use crate::{check, Ctx, NAMESPACE, OPERATOR};
+
+/// The operator's user in the audit log.
+fn operator_user() -> String {
+    format!("system:serviceaccount:{NAMESPACE}:{OPERATOR}")
+}
+
+/// The operator's writes recorded so far: `verb resource[/subresource] name`, in order.
+fn operator_writes(ctx: &Ctx) -> Result<Vec<String>> {
+    let path = ctx.cluster.audit_log();
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("read the audit log {}", path.display()))?;
+    let user = operator_user();
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["user"]["username"] == user.as_str())
+        .map(|e| {
+            let o = &e["objectRef"];
+            let sub = o["subresource"]
+                .as_str()
+                .map(|s| format!("/{s}"))
+                .unwrap_or_default();
+            format!(
+                "{} {}{sub} {}",
+                e["verb"].as_str().unwrap_or_default(),
+                o["resource"].as_str().unwrap_or_default(),
+                o["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect())
+}
+
+/// The Lease renewals, which every leader election writes, apart from the rest.
+fn without_leases(writes: &[String]) -> (Vec<String>, usize) {
+    let (leases, rest): (Vec<&String>, Vec<&String>) =
+        writes.iter().partition(|w| w.contains(" leases "));
+    (rest.into_iter().cloned().collect(), leases.len())
+}
+
+/// `(holder, transitions)` of the operator's Lease.
+fn lease(ctx: &Ctx) -> Result<(String, i64)> {
+    let lease = ctx.get(&["get", "lease", OPERATOR, "-n", NAMESPACE])?;
+    Ok((
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        lease["spec"]["leaseTransitions"].as_i64().unwrap_or(0),
+    ))
+}
+
+/// The leader's count of reconciles, from its `/metrics`.
+fn reconciles(ctx: &Ctx, leader: &str) -> Result<u64> {
+    let body = ctx.kubectl(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/{NAMESPACE}/pods/{leader}:8080/proxy/metrics"),
+    ])?;
+    Ok(body
+        .lines()
+        .filter(|l| l.starts_with("network_addons_operator_reconcile_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum())
+}
+
+const BRIDGE_ONLY: &str = "linuxBridge: {}\n";
+
+/// A config whose DaemonSet tolerates `key`: a change of it rolls the DaemonSet.
+fn tolerating(key: &str) -> String {
+    format!(
+        "linuxBridge: {{}}\nplacementConfiguration:\n  workloads:\n    tolerations:\n    \
+         - {{key: {key}, operator: Exists}}\n"
+    )
+}
+
+/// Waits until the operator applied [`tolerating`]`(key)` to the DaemonSet.
+fn wait_tolerating(ctx: &Ctx, key: &str) -> Result<()> {
+    wait_for(
+        &format!("the DaemonSet to tolerate {key}"),
+        Duration::from_secs(60),
+        || {
+            let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
+            Ok(ds["spec"]["template"]["spec"]["tolerations"]
+                .to_string()
+                .contains(key)
+                .then_some(()))
+        },
+    )
+}
+
+/// Idle for a minute the operator writes nothing but its Lease; a config change that rolls the
+/// linux-bridge DaemonSet applies it once, and the rest of the rollout writes only the status.
+pub fn quiet_control_loop(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    reset(ctx)?;
+    ctx.apply_nac(BRIDGE_ONLY)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    std::thread::sleep(Duration::from_secs(5));
+    let mark = operator_writes(ctx)?.len();
+    std::thread::sleep(Duration::from_secs(60));
+    let (idle, idle_leases) = without_leases(&operator_writes(ctx)?[mark..]);
+    println!(
+        "    idle minute: {} writes ({idle_leases} Lease renewals besides){}",
+        idle.len(),
+        idle.iter()
+            .map(|w| format!("\n      {w}"))
+            .collect::<String>()
+    );
+    check(idle.is_empty(), || format!("writes while idle: {idle:?}"))?;
+
+    let (leader, _) = lease(ctx)?;
+    let reconciles_before = reconciles(ctx, &leader)?;
+    let mark = operator_writes(ctx)?.len();
+    let started = Instant::now();
+    ctx.apply_nac(&tolerating("kube-tier/rollout"))?;
+    wait_tolerating(ctx, "kube-tier/rollout")?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    std::thread::sleep(Duration::from_secs(3));
+    let (rollout, leases) = without_leases(&operator_writes(ctx)?[mark..]);
+    let reconciled = reconciles(ctx, &leader)? - reconciles_before;
+    let applies: Vec<&String> = rollout
+        .iter()
+        .filter(|w| w.starts_with(&format!("patch daemonsets {LINUX_BRIDGE_DS}")))
+        .collect();
+    let status = rollout.iter().filter(|w| w.contains("/status ")).count();
+    println!(
+        "    one DaemonSet rollout ({:.0} s): {} writes (the DaemonSet applied {} time(s), {status} \
+         status writes; {leases} Lease renewals besides), {reconciled} reconciles{}",
+        started.elapsed().as_secs_f64(),
+        rollout.len(),
+        applies.len(),
+        rollout.iter().map(|w| format!("\n      {w}")).collect::<String>()
+    );
+    check(applies.len() == 1, || {
+        format!(
+            "the DaemonSet was applied {} times: {rollout:?}",
+            applies.len()
+        )
+    })
+}
+
+/// The leader's pod deleted, the other replica takes the Lease and applies a config change
+/// within 15 s; the Lease changed hands once.
+pub fn the_other_replica_takes_over(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.kubectl(&[
+        "scale",
+        &format!("deployment/{OPERATOR}"),
+        "-n",
+        NAMESPACE,
+        "--replicas=2",
+    ])?;
+    ctx.wait_rollout("deployment", OPERATOR)?;
+    ctx.apply_nac(BRIDGE_ONLY)?;
+    ctx.kubectl_wait("Available", "240s")?;
+    let (leader, transitions) = lease(ctx)?;
+    check(!leader.is_empty(), || "nobody holds the Lease".into())?;
+    ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, &leader, "--wait=false"])?;
+    let deleted = Instant::now();
+    ctx.apply_nac(&tolerating("kube-tier/failover"))?;
+    wait_tolerating(ctx, "kube-tier/failover")?;
+    let took = deleted.elapsed();
+    let (now, transitions_after) = lease(ctx)?;
+    println!(
+        "    the leader {leader} deleted; {now} applied the change {:.1} s later; Lease transitions {transitions} -> {transitions_after}",
+        took.as_secs_f64()
+    );
+    check(now != leader && !now.is_empty(), || {
+        format!("the Lease is held by {now:?}")
+    })?;
+    check(transitions_after == transitions + 1, || {
+        format!(
+            "the Lease changed hands {} times",
+            transitions_after - transitions
+        )
+    })?;
+    check(took <= Duration::from_secs(15), || {
+        format!("the change took {:.1} s", took.as_secs_f64())
+    })?;
+    // The next scenario starts from no config.
+    ctx.wait_rollout("deployment", OPERATOR)?;
+    reset(ctx)
+}
