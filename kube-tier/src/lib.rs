@@ -7,6 +7,7 @@
 //!
 //! `tests/cluster.rs` holds the tests; `cargo test -p kube-tier --test cluster` runs them.
 
+pub mod apiextensions;
 pub mod cli;
 pub mod cluster;
 pub mod daemon;

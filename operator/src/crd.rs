@@ -15,16 +15,25 @@
 //! accepts the CR and turns Degraded later), and so do the rules about which fields go together
 //! (both MAC range ends or none, all four intervals, `multusDynamicNetworks` with `multus`),
 //! written as value validations (`required` inside `anyOf`/`not`, which structural schemas allow
-//! since 1.16). Rules that compare values (the range's order, the intervals' order) need CEL,
-//! which Kubernetes 1.20 does not have: the reconciler reports them in the Degraded condition.
+//! since 1.16).
+//!
+//! Rules that compare values are CEL rules (`x-kubernetes-validations`), in the reconciler's
+//! words: the MAC range's start below its end, the intervals' order, and an `imagePullPolicy`
+//! that stays what it was (a transition rule; the reconciler also compares with the applied
+//! spec, so it still refuses a policy removed and then set to another). API servers with CEL
+//! rules and their `messageExpression` (1.27 on) refuse such a CR at apply. Kubernetes 1.20 has
+//! no CEL: its kubectl refuses the unknown field unless the CRD is applied with
+//! `--validate=false`, its API server then drops the rules, and the reconciler reports the same
+//! in the Degraded condition.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    ValidationRule,
 };
 use kube::CustomResourceExt;
 
 use crate::spec::NetworkAddonsConfig;
-use crate::validate::{CRI_SOCKETS, PULL_POLICIES};
+use crate::validate::{must_not_exceed, range_order, CRI_SOCKETS, INTERVAL_ORDER, PULL_POLICIES};
 
 /// Six octets separated by `:` or by `-` (what the reconciler parses), or empty (a range left
 /// to the defaults).
@@ -34,6 +43,14 @@ pub const MAC_PATTERN: &str =
 /// A Go duration that is not negative (`168h`, `1h30m`, `0.5s`), or empty.
 pub const DURATION_PATTERN: &str =
     r"^$|^[+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$";
+
+/// The longest MAC address [`MAC_PATTERN`] allows.
+const MAC_MAX_LENGTH: i64 = 17;
+
+/// Far more than any duration needs (Go writes its longest in 24 characters). The API server
+/// estimates a CEL rule's cost from the longest strings it may see, and refuses rules over
+/// strings of any length as too costly.
+const DURATION_MAX_LENGTH: i64 = 64;
 
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = NetworkAddonsConfig::crd();
@@ -47,6 +64,7 @@ pub fn crd() -> CustomResourceDefinition {
             trim_placement_descriptions(schema);
             make_portable(schema);
             admission_checks(schema);
+            cel_rules(schema);
         }
     }
     if let Some(v1) = crd.spec.versions.first().cloned() {
@@ -146,6 +164,7 @@ fn admission_checks(root: &mut JSONSchemaProps) {
     for end in ["rangeStart", "rangeEnd"] {
         if let Some(p) = property(root, &["spec", "kubeMacPool", end]) {
             p.pattern = Some(MAC_PATTERN.to_string());
+            p.max_length = Some(MAC_MAX_LENGTH);
         }
     }
     let intervals = [
@@ -157,6 +176,7 @@ fn admission_checks(root: &mut JSONSchemaProps) {
     for interval in intervals {
         if let Some(p) = property(root, &["spec", "selfSignConfiguration", interval]) {
             p.pattern = Some(DURATION_PATTERN.to_string());
+            p.max_length = Some(DURATION_MAX_LENGTH);
         }
     }
     if let Some(p) = property(root, &["spec", "selfSignConfiguration"]) {
@@ -192,5 +212,126 @@ fn none_of(fields: &[&str]) -> JSONSchemaProps {
             ..JSONSchemaProps::default()
         })),
         ..JSONSchemaProps::default()
+    }
+}
+
+/// The rules that compare values (see the module's documentation), on the objects that hold
+/// the values compared.
+fn cel_rules(root: &mut JSONSchemaProps) {
+    if let Some(p) = property(root, &["spec", "kubeMacPool"]) {
+        p.x_kubernetes_validations = Some(vec![ValidationRule {
+            rule: mac_range_rule(),
+            message_expression: Some(cel_message(&range_order(
+                &cel_value("self.rangeStart"),
+                &cel_value("self.rangeEnd"),
+            ))),
+            ..ValidationRule::default()
+        }]);
+    }
+    if let Some(p) = property(root, &["spec", "selfSignConfiguration"]) {
+        p.x_kubernetes_validations = Some(
+            INTERVAL_ORDER
+                .iter()
+                .map(|(a, b)| ValidationRule {
+                    rule: interval_order_rule(a, b),
+                    message: Some(must_not_exceed(a, b)),
+                    ..ValidationRule::default()
+                })
+                .collect(),
+        );
+    }
+    if let Some(p) = property(root, &["spec", "imagePullPolicy"]) {
+        // A rule on `oldSelf` of a field runs only when the old and the new object both set it.
+        p.x_kubernetes_validations = Some(vec![ValidationRule {
+            rule: "self == oldSelf".to_string(),
+            message_expression: Some(cel_message(&pull_policy_change(
+                &cel_value("oldSelf"),
+                &cel_value("self"),
+            ))),
+            ..ValidationRule::default()
+        }]);
+    }
+}
+
+/// `rangeStart` below `rangeEnd` as 48-bit numbers, where an end whose first octet is odd (a
+/// multicast address) stands for the last unicast address below it, as the reconciler reads it.
+/// CEL cannot parse hex, but a MAC in lower case with `:` between its octets is a string of
+/// fixed width whose order is the numbers' order, and the last unicast address below an end
+/// whose first octet `xN` is odd is `x(N-1):ff:ff:ff:ff:ff`. Ends that are empty or malformed
+/// are other rules'.
+fn mac_range_rule() -> String {
+    let canonical = |field: &str| format!("self.{field}.lowerAscii().replace('-', ':')");
+    let (start, end) = (canonical("rangeStart"), canonical("rangeEnd"));
+    let even_below =
+        "{'1': '0', '3': '2', '5': '4', '7': '6', '9': '8', 'b': 'a', 'd': 'c', 'f': 'e'}";
+    format!(
+        "!has(self.rangeStart) || !has(self.rangeEnd) || self.rangeStart == '' || self.rangeEnd == '' || \
+         !self.rangeStart.matches(r'{MAC_PATTERN}') || !self.rangeEnd.matches(r'{MAC_PATTERN}') || \
+         {start} < ({end}.matches('^.[13579bdf]') \
+         ? {end}.substring(0, 1) + {even_below}[{end}.substring(1, 2)] + ':ff:ff:ff:ff:ff' \
+         : {end})"
+    )
+}
+
+/// Interval `a` not longer than interval `b`, when both are durations above zero (an empty,
+/// malformed or zero interval is another rule's).
+fn interval_order_rule(a: &str, b: &str) -> String {
+    let usable = |f: &str| {
+        format!("has(self.{f}) && self.{f} != '' && self.{f}.matches(r'{DURATION_PATTERN}') && duration(self.{f}) > duration('0s')")
+    };
+    format!(
+        "!({}) || !({}) || duration(self.{a}) <= duration(self.{b})",
+        usable(a),
+        usable(b)
+    )
+}
+
+/// The reconciler's words for a changed `imagePullPolicy` (`defaults::check_change_safe`).
+fn pull_policy_change(old: &str, new: &str) -> String {
+    format!("imagePullPolicy cannot change once deployed (applied: {old}, requested: {new}); set it back to {old}")
+}
+
+/// A CEL `messageExpression` for a message whose values were given as [`cel_value`]s: the words
+/// around them become CEL string literals (they hold no `'` or `\`).
+fn cel_message(words: &str) -> String {
+    let literal = format!("'{words}'");
+    literal
+        .trim_start_matches("'' + ")
+        .trim_end_matches(" + ''")
+        .to_string()
+}
+
+/// A value of a message, as the CEL expression `expr` spliced into [`cel_message`]'s literal.
+fn cel_value(expr: &str) -> String {
+    format!("' + {expr} + '")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::defaults::check_change_safe;
+    use crate::spec::NetworkAddonsConfigSpec;
+
+    #[test]
+    fn the_pull_policy_rule_says_what_the_reconciler_says() {
+        let spec = |policy: &str| NetworkAddonsConfigSpec {
+            image_pull_policy: Some(policy.to_string()),
+            ..NetworkAddonsConfigSpec::default()
+        };
+        assert_eq!(
+            check_change_safe(&spec("Always"), &spec("Never")),
+            [pull_policy_change("Always", "Never")]
+        );
+    }
+
+    #[test]
+    fn message_words_need_no_escaping_in_cel() {
+        for words in [
+            range_order("a", "b"),
+            pull_policy_change("a", "b"),
+            must_not_exceed("a", "b"),
+        ] {
+            assert!(!words.contains(['\'', '\\']), "{words}");
+        }
     }
 }

@@ -17,6 +17,24 @@ pub const CRI_SOCKETS: [&str; 3] = [
     "/run/k3s/containerd/containerd.sock",
 ];
 
+/// The intervals' order: each `(a, b)` reads "a must not exceed b". The reconciler checks it,
+/// and so does the CRD's CEL rule on the API servers that have CEL, in the same words.
+pub const INTERVAL_ORDER: [(&str, &str); 3] = [
+    ("caOverlapInterval", "caRotateInterval"),
+    ("certRotateInterval", "caRotateInterval"),
+    ("certOverlapInterval", "certRotateInterval"),
+];
+
+/// What [`INTERVAL_ORDER`]'s pair `(a, b)` says when `a` is the longer.
+pub fn must_not_exceed(a: &str, b: &str) -> String {
+    format!("{a} must not exceed {b}")
+}
+
+/// What the MAC range's order rule says (the reconciler's and the CRD's CEL rule's words).
+pub fn range_order(start: &str, end: &str) -> String {
+    format!("rangeStart {start} must be below rangeEnd {end}")
+}
+
 /// All rule violations of `spec`; empty when it is valid.
 pub fn validate(spec: &NetworkAddonsConfigSpec) -> Vec<String> {
     let mut errors = Vec::new();
@@ -89,8 +107,8 @@ fn validate_kube_mac_pool(pool: &KubeMacPool, errors: &mut Vec<String>) {
         // would let 03:00:.. through before 02:ff:..
         if mac_number(&start) >= last_unicast_at_or_below(mac_number(&end)) {
             errors.push(format!(
-                "kubeMacPool: rangeStart {} must be below rangeEnd {}",
-                pool.range_start, pool.range_end
+                "kubeMacPool: {}",
+                range_order(&pool.range_start, &pool.range_end)
             ));
         }
     }
@@ -150,28 +168,17 @@ fn validate_self_sign(ss: &SelfSignConfiguration, errors: &mut Vec<String>) {
             }
         }
     }
-    let (ca_rotate, ca_overlap, cert_rotate, cert_overlap) =
-        (parsed[0], parsed[1], parsed[2], parsed[3]);
-    let mut order = |a: Option<Duration>, b: Option<Duration>, rule: &str| {
-        if let (Some(a), Some(b)) = (a, b) {
-            if a > b {
-                errors.push(format!("selfSignConfiguration: {rule}"));
+    let by_name = |name: &str| {
+        fields
+            .iter()
+            .position(|(field, _)| *field == name)
+            .and_then(|i| parsed[i])
+    };
+    for (a, b) in INTERVAL_ORDER {
+        if let (Some(x), Some(y)) = (by_name(a), by_name(b)) {
+            if x > y {
+                errors.push(format!("selfSignConfiguration: {}", must_not_exceed(a, b)));
             }
         }
-    };
-    order(
-        ca_overlap,
-        ca_rotate,
-        "caOverlapInterval must not exceed caRotateInterval",
-    );
-    order(
-        cert_rotate,
-        ca_rotate,
-        "certRotateInterval must not exceed caRotateInterval",
-    );
-    order(
-        cert_overlap,
-        cert_rotate,
-        "certOverlapInterval must not exceed certRotateInterval",
-    );
+    }
 }

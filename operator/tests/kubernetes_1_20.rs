@@ -148,8 +148,9 @@ fn no_applied_object_sets_an_empty_string_the_server_would_drop() {
 }
 
 #[test]
-fn everything_in_deploy_is_one_kubernetes_1_20_accepts() {
+fn everything_in_deploy_is_one_kubernetes_1_20_accepts_but_the_crds_cel_rules() {
     let mut problems = Vec::new();
+    let mut cel_rules = 0;
     let mut kinds = Vec::new();
     for (name, text) in deploy_files(&Settings::defaults()).unwrap() {
         if name.ends_with(".cr.yaml") {
@@ -162,6 +163,14 @@ fn everything_in_deploy_is_one_kubernetes_1_20_accepts() {
             }
             kinds.push(object["kind"].as_str().unwrap_or_default().to_string());
             for p in k8s_1_20::problems(&object) {
+                // The CRD's CEL rules: 1.20 has none, and drops them when the CRD is applied
+                // with `--validate=false`, as operator/README.md says for servers before 1.27.
+                if name == "network-addons-config.crd.yaml"
+                    && p.contains("x-kubernetes-validations")
+                {
+                    cel_rules += 1;
+                    continue;
+                }
                 problems.push(format!("{name}: {p}"));
             }
         }
@@ -177,6 +186,7 @@ fn everything_in_deploy_is_one_kubernetes_1_20_accepts() {
         assert!(kinds.iter().any(|k| k == kind), "no {kind} in deploy/");
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(cel_rules > 0, "the CRD carries no CEL rule");
 }
 
 #[test]
