@@ -395,6 +395,18 @@ impl Ctx {
         self.wait_rollout("deployment", OPERATOR)
     }
 
+    /// Scales the operator's Deployment to `replicas` (deploy/ runs two).
+    pub fn scale_operator(&self, replicas: u32) -> Result<()> {
+        self.kubectl(&[
+            "scale",
+            &format!("deployment/{OPERATOR}"),
+            "-n",
+            NAMESPACE,
+            &format!("--replicas={replicas}"),
+        ])
+        .map(drop)
+    }
+
     /// The pods of `daemonset` that are not being deleted.
     pub fn daemonset_pods(&self, daemonset: &str) -> Result<Vec<Value>> {
         let pods = self.get(&["get", "pods", "-n", NAMESPACE])?;

@@ -9,8 +9,8 @@
 //! to write the status itself (or a NetworkAddonsConfig without a uid, which no API server
 //! serves) leaves the status as it was: it is logged and retried the same way. Otherwise the
 //! object is reconciled again every minute (an object changed behind the operator's back is
-//! applied again then), whenever its spec or labels change, and whenever one of its
-//! DaemonSets or Deployments changes, which mostly writes nothing but the status.
+//! applied again then), whenever it changes, and whenever one of its DaemonSets or Deployments
+//! changes. Most of those reconciles write nothing, or the status alone.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -232,6 +232,11 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
         Ok(converged) => converged,
         Err(failure) => return fail(ctx, nac, failure, now).await,
     };
+    tracing::debug!(
+        applied = converged.applied,
+        deleted = converged.deleted,
+        "converged"
+    );
     announce_applied(ctx, nac, &desired, now).await;
     let progressing = progress(&ctx.client, &desired.objects, &converged.workloads).await?;
     report(ctx, nac, &desired, &progressing, now).await?;

@@ -176,13 +176,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
     // CNAO's operator is gone; its config and operands stay.
-    ctx.kubectl(&[
-        "scale",
-        &format!("deployment/{OPERATOR}"),
-        "-n",
-        NAMESPACE,
-        "--replicas=0",
-    ])?;
+    ctx.scale_operator(0)?;
     wait_for("no operator pod", Duration::from_secs(60), || {
         let pods = ctx.kubectl(&[
             "get",
@@ -251,13 +245,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         });
         let churn = s.spawn(|| churn_pods(ctx, "switch", ctx.node01().name(), 20, &stop));
         let switch = (|| -> Result<()> {
-            ctx.kubectl(&[
-                "scale",
-                &format!("deployment/{OPERATOR}"),
-                "-n",
-                NAMESPACE,
-                "--replicas=2",
-            ])?;
+            ctx.scale_operator(2)?;
             ctx.kubectl_wait("Available", "240s")?;
             ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
         })();

@@ -156,13 +156,7 @@ pub fn quiet_control_loop(ctx: &mut Ctx) -> Result<()> {
 /// within 15 s; the Lease changed hands once.
 pub fn the_other_replica_takes_over(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
-    ctx.kubectl(&[
-        "scale",
-        &format!("deployment/{OPERATOR}"),
-        "-n",
-        NAMESPACE,
-        "--replicas=2",
-    ])?;
+    ctx.scale_operator(2)?;
     ctx.wait_rollout("deployment", OPERATOR)?;
     ctx.apply_nac(BRIDGE_ONLY)?;
     ctx.kubectl_wait("Available", "240s")?;

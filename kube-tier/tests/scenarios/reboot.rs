@@ -19,7 +19,7 @@ use crate::scenarios::nodes::{
 };
 use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::scenarios::pods::delete_pod;
-use crate::{check, Ctx, NAMESPACE};
+use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 const POD: &str = "reboot-a";
 const SECONDARY: &str = "ovs-reboot";
@@ -62,7 +62,7 @@ fn pod_holds(ctx: &Ctx) -> Result<Holds> {
 }
 
 /// A node with no pod of the pod network on it, not even one still being deleted: the last
-/// one that does not run the operator, once the earlier scenarios' pods are gone.
+/// one that does not run the operator's replica, once the earlier scenarios' pods are gone.
 fn quiet_node(ctx: &Ctx) -> Result<usize> {
     wait_for(
         "a node without pods of the pod network",
@@ -112,6 +112,9 @@ pub fn a_reboot_leaves_the_node_holding_only_what_its_live_pods_use(ctx: &mut Ct
     reset(ctx)?;
     ctx.apply_nac(OWN_SPEC)?;
     ctx.kubectl_wait("Available", "240s")?;
+    // The operator's replicas are pods of the pod network, one per node: one replica leaves a
+    // node to the scenario's pod alone.
+    ctx.scale_operator(1)?;
     let index = quiet_node(ctx)?;
     let name = ctx.cluster.node(index).name().to_string();
     ctx.cluster.ovs(index).add_br(OVS_BRIDGE)?;
@@ -124,7 +127,9 @@ pub fn a_reboot_leaves_the_node_holding_only_what_its_live_pods_use(ctx: &mut Ct
     let _ = delete_pod(ctx, POD);
     let _ = std::fs::remove_file(ctx.cluster.node(index).host_path(SECONDARY_CONFLIST));
     let _ = ctx.cluster.ovs(index).del_br(OVS_BRIDGE);
-    result
+    result?;
+    ctx.scale_operator(2)?;
+    ctx.wait_rollout("deployment", OPERATOR)
 }
 
 fn reboot_with_a_pod(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
