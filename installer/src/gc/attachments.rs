@@ -69,6 +69,9 @@ pub struct LiveSandbox {
     pub uid: String,
     pub name: String,
     pub namespace: String,
+    /// Set up and running. One that is not (stopped, or listed by a restarted runtime from
+    /// before a reboot) is kept, but says nothing of the sandbox its pod may be getting now.
+    pub ready: bool,
 }
 
 /// A pod of this node, as the API has it.
@@ -104,10 +107,7 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
         return Plan::Collect(BTreeMap::new());
     }
     let pod_of = match_pods(sandboxes, pods);
-    let mut started = vec![false; pods.len()];
-    for &pod in pod_of.iter().flatten() {
-        started[pod] = true;
-    }
+    let started = started(sandboxes, &pod_of, pods.len());
 
     let mut read = Vec::with_capacity(pods.len());
     for (pod, &started) in pods.iter().zip(&started) {
@@ -158,15 +158,25 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
 /// The uids of the pods that may be starting and have no live sandbox: not on the host network,
 /// not terminal.
 pub fn without_sandbox(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> BTreeSet<String> {
-    let mut started = vec![false; pods.len()];
-    for &pod in match_pods(sandboxes, pods).iter().flatten() {
-        started[pod] = true;
-    }
+    let started = started(sandboxes, &match_pods(sandboxes, pods), pods.len());
     pods.iter()
         .zip(started)
         .filter(|(pod, started)| !started && !pod.host_network && !pod.terminal)
         .map(|(pod, _)| pod.uid.clone())
         .collect()
+}
+
+/// Which pods have a ready sandbox. A pod whose sandboxes are all stopped (a node rebooted:
+/// the runtime lists the sandboxes of before) may be getting a new one, whose ADD may have
+/// ended before the lock while the runtime does not list it yet: its attachments are unknown.
+fn started(sandboxes: &[LiveSandbox], pod_of: &[Option<usize>], pods: usize) -> Vec<bool> {
+    let mut started = vec![false; pods];
+    for (sandbox, pod) in sandboxes.iter().zip(pod_of) {
+        if let (true, Some(pod)) = (sandbox.ready, pod) {
+            started[*pod] = true;
+        }
+    }
+    started
 }
 
 fn match_pods(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> Vec<Option<usize>> {
@@ -335,6 +345,7 @@ mod tests {
             uid: uid.to_string(),
             name: name.to_string(),
             namespace: namespace.to_string(),
+            ready: true,
         }
     }
 
@@ -588,6 +599,32 @@ mod tests {
             &[nad("blue", "blue-nad")],
         ));
         assert!(why.contains("ns/starting"), "{why}");
+    }
+
+    #[test]
+    fn a_pod_whose_only_sandbox_is_stopped_defers_collection_and_the_stopped_one_is_kept() {
+        // After a reboot the runtime lists the pod's sandbox of before, stopped; the new one's
+        // ADD may have ended just before the lock, unlisted yet.
+        let old = LiveSandbox {
+            ready: false,
+            ..sandbox("s-old", "u1", "ns", "web")
+        };
+        let why = deferred(plan(
+            std::slice::from_ref(&old),
+            &[pod("u1", "ns", "web")],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(why.contains("ns/web"), "{why}");
+        assert_eq!(
+            without_sandbox(std::slice::from_ref(&old), &[pod("u1", "ns", "web")]),
+            BTreeSet::from(["u1".to_string()])
+        );
+        let keep = collected(plan(
+            &[old, sandbox("s-new", "u1", "ns", "web")],
+            &[pod("u1", "ns", "web")],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(keeps(&keep, "blue", "s-old", "eth0") && keeps(&keep, "blue", "s-new", "eth0"));
     }
 
     #[test]

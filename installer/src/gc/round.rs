@@ -138,6 +138,7 @@ pub async fn collect_garbage(
             uid: s.uid,
             name: s.name,
             namespace: s.namespace,
+            ready: s.ready,
         })
         .collect();
     let waiting = attachments::without_sandbox(&live, &pods);
