@@ -7,12 +7,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kube::api::{DynamicObject, Patch, PatchParams};
-use kube::Api;
-use serde_json::Value;
+use kube::api::DynamicObject;
 
-use crate::apply::{self, Applied, Identity, FIELD_MANAGER};
-use crate::desired::{Desired, Failure, APPLIED_CONFIGMAP};
+use crate::apply::{self, Applied, Identity};
+use crate::desired::{Desired, Failure};
 use crate::reconcile::Ctx;
 
 /// What a converge did, and the DaemonSets and Deployments as last seen (listed, or returned by
@@ -72,9 +70,10 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
 
     let record_live = live.get(&Identity::of(&desired.record));
     if !ctx.ours.is_current(&desired.record, record_live) {
-        record(ctx, &desired.record)
+        let (how, _) = apply::apply(&ctx.client, &desired.record, &ctx.ours)
             .await
-            .map_err(|e| Failure::new("FailedToApply", e))?;
+            .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+        log_applied(&Identity::of(&desired.record), how);
         out.applied += 1;
     }
     Ok(out)
@@ -91,24 +90,4 @@ fn log_applied(id: &Identity, how: Applied) {
         Applied::Created => tracing::info!(object = %id, "created (create-only)"),
         Applied::Applied | Applied::Kept => tracing::debug!(object = %id, "applied"),
     }
-}
-
-/// Writes the applied record (by itself: it is never taken over or re-created).
-async fn record(ctx: &Ctx, record: &Value) -> Result<(), String> {
-    let namespace = &ctx.settings.namespace;
-    let api: Api<DynamicObject> = apply::api(
-        &ctx.client,
-        apply::kind_of(record).map_err(|e| e.to_string())?,
-        namespace,
-    );
-    let written = api
-        .patch(
-            APPLIED_CONFIGMAP,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(record),
-        )
-        .await
-        .map_err(|e| format!("write ConfigMap {namespace}/{APPLIED_CONFIGMAP}: {e}"))?;
-    ctx.ours.remember(record, &written);
-    Ok(())
 }

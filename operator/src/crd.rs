@@ -32,6 +32,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
+use crate::defaults::pull_policy_change;
 use crate::spec::NetworkAddonsConfig;
 use crate::validate::{must_not_exceed, range_order, CRI_SOCKETS, INTERVAL_ORDER, PULL_POLICIES};
 
@@ -286,11 +287,6 @@ fn interval_order_rule(a: &str, b: &str) -> String {
     )
 }
 
-/// The reconciler's words for a changed `imagePullPolicy` (`defaults::check_change_safe`).
-fn pull_policy_change(old: &str, new: &str) -> String {
-    format!("imagePullPolicy cannot change once deployed (applied: {old}, requested: {new}); set it back to {old}")
-}
-
 /// A CEL `messageExpression` for a message whose values were given as [`cel_value`]s: the words
 /// around them become CEL string literals (they hold no `'` or `\`).
 fn cel_message(words: &str) -> String {
@@ -309,20 +305,6 @@ fn cel_value(expr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::defaults::check_change_safe;
-    use crate::spec::NetworkAddonsConfigSpec;
-
-    #[test]
-    fn the_pull_policy_rule_says_what_the_reconciler_says() {
-        let spec = |policy: &str| NetworkAddonsConfigSpec {
-            image_pull_policy: Some(policy.to_string()),
-            ..NetworkAddonsConfigSpec::default()
-        };
-        assert_eq!(
-            check_change_safe(&spec("Always"), &spec("Never")),
-            [pull_policy_change("Always", "Never")]
-        );
-    }
 
     #[test]
     fn message_words_need_no_escaping_in_cel() {

@@ -177,6 +177,13 @@ pub fn fill_defaults(
     out
 }
 
+/// Why an `imagePullPolicy` may not change, in the words the CRD's rule uses too.
+pub fn pull_policy_change(old: &str, new: &str) -> String {
+    format!(
+        "imagePullPolicy cannot change once deployed (applied: {old}, requested: {new}); set it back to {old}"
+    )
+}
+
 /// Changes refused once a spec was applied; each error names the field and how to proceed.
 pub fn check_change_safe(
     prev: &NetworkAddonsConfigSpec,
@@ -185,10 +192,7 @@ pub fn check_change_safe(
     let mut errors = Vec::new();
     if let (Some(old), Some(new)) = (&prev.image_pull_policy, &next.image_pull_policy) {
         if old != new {
-            errors.push(format!(
-                "imagePullPolicy cannot change once deployed (applied: {old}, requested: {new}); \
-                 set it back to {old}"
-            ));
+            errors.push(pull_policy_change(old, new));
         }
     }
     errors

@@ -59,14 +59,46 @@ pub async fn desired_state(
     nac: &NetworkAddonsConfig,
     owner: &OwnerReference,
 ) -> std::result::Result<Desired, Failure> {
-    let errors = validate::validate(&nac.spec);
+    let (previous, applied) = applied_spec(
+        &ctx.client,
+        &ctx.settings.namespace,
+        &nac.spec,
+        (ctx.prefix)(),
+    )
+    .await?;
+    let rendering = |e: Error| Failure::new("FailedToRender", e.to_string());
+    let cluster = ClusterInfo::detect(&ctx.client, &ctx.settings.namespace)
+        .await
+        .map_err(rendering)?;
+    let (objects, record) =
+        objects_for(nac, &applied, &ctx.settings, &cluster, Some(owner)).map_err(rendering)?;
+    let record = record.ok_or_else(|| Failure::new("FailedToRender", "no applied record"))?;
+    Ok(Desired {
+        applied,
+        previous,
+        cluster,
+        objects,
+        record,
+    })
+}
+
+/// The spec previously applied (from `namespace`) and `spec` as it would be applied now:
+/// validated, its defaults filled from the previous one (`prefix` makes a new MAC range), and
+/// refused when it changes what cannot change in place.
+pub async fn applied_spec(
+    client: &kube::Client,
+    namespace: &str,
+    spec: &NetworkAddonsConfigSpec,
+    prefix: [u8; 2],
+) -> std::result::Result<(Option<NetworkAddonsConfigSpec>, NetworkAddonsConfigSpec), Failure> {
+    let errors = validate::validate(spec);
     if !errors.is_empty() {
         return Err(Failure::new("FailedToValidate", validate::message(&errors)));
     }
-    let previous = read_applied(&ctx.client, &ctx.settings.namespace)
+    let previous = read_applied(client, namespace)
         .await
         .map_err(|e| Failure::new("FailedToGetPreviousConfigSpec", e.to_string()))?;
-    let applied = fill_defaults(&nac.spec, previous.as_ref(), (ctx.prefix)());
+    let applied = fill_defaults(spec, previous.as_ref(), prefix);
     if let Some(prev) = &previous {
         let unsafe_changes = check_change_safe(prev, &applied);
         if !unsafe_changes.is_empty() {
@@ -79,42 +111,32 @@ pub async fn desired_state(
             ));
         }
     }
-    let rendering = |e: Error| Failure::new("FailedToRender", e.to_string());
-    let cluster = ClusterInfo::detect(&ctx.client, &ctx.settings.namespace)
-        .await
-        .map_err(rendering)?;
-    let (objects, record) =
-        objects_for(nac, &applied, &ctx.settings, &cluster, owner).map_err(rendering)?;
-    Ok(Desired {
-        applied,
-        previous,
-        cluster,
-        objects,
-        record,
-    })
+    Ok((previous, applied))
 }
 
 /// What `applied` (the spec of `nac`, defaults filled) renders to on `cluster`, every object
-/// ready to apply, and the record of `applied` (written last, by itself, whatever the render
-/// says about it).
+/// ready to apply, and, when there is an `owner` (the live config), the record of `applied`
+/// (written last, by itself, whatever the render says about it).
 pub fn objects_for(
     nac: &NetworkAddonsConfig,
     applied: &NetworkAddonsConfigSpec,
     settings: &Settings,
     cluster: &ClusterInfo,
-    owner: &OwnerReference,
-) -> Result<(Vec<Value>, Value)> {
-    let record = applied_configmap(applied, settings, owner)?;
+    owner: Option<&OwnerReference>,
+) -> Result<(Vec<Value>, Option<Value>)> {
+    let record = owner
+        .map(|owner| applied_configmap(applied, settings, owner))
+        .transpose()?;
     let mut rendered = render(applied, settings, cluster)?;
     relationship_labels(&mut rendered, nac.labels());
-    let objects = prepare(
-        rendered.into_iter().map(|r| r.object),
-        settings,
-        Some(owner),
-    )?
-    .into_iter()
-    .filter(|o| Identity::of(o) != Identity::of(&record))
-    .collect();
+    let objects = prepare(rendered.into_iter().map(|r| r.object), settings, owner)?
+        .into_iter()
+        .filter(|o| {
+            record
+                .as_ref()
+                .is_none_or(|r| Identity::of(o) != Identity::of(r))
+        })
+        .collect();
     Ok((objects, record))
 }
 

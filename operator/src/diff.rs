@@ -8,19 +8,15 @@
 use std::collections::HashSet;
 
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::apply::{self, Identity, FIELD_MANAGER};
 use crate::cluster::ClusterInfo;
-use crate::defaults::{check_change_safe, fill_defaults};
-use crate::desired::{applied_configmap, owner_reference, prepare, read_applied};
+use crate::desired::{applied_spec, objects_for, owner_reference};
 use crate::error::{Error, Result};
-use crate::render::common::relationship_labels;
-use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
-use crate::validate;
 
 /// What one object would go through.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,39 +48,17 @@ pub async fn diff(
     settings: &Settings,
     prefix: [u8; 2],
 ) -> Result<Vec<(Identity, Change)>> {
-    let errors = validate::validate(&cr.spec);
-    if !errors.is_empty() {
-        return Err(Error::InvalidConfig(validate::message(&errors)));
-    }
-    let previous = read_applied(client, &settings.namespace).await?;
-    let applied = fill_defaults(&cr.spec, previous.as_ref(), prefix);
-    if let Some(prev) = &previous {
-        let unsafe_changes = check_change_safe(prev, &applied);
-        if !unsafe_changes.is_empty() {
-            return Err(Error::InvalidConfig(format!(
-                "the operator would not apply this unsafe change:\n{}",
-                unsafe_changes.join("\n")
-            )));
-        }
-    }
+    let (_, applied) = applied_spec(client, &settings.namespace, &cr.spec, prefix)
+        .await
+        .map_err(|f| Error::InvalidConfig(f.message))?;
     let cluster = ClusterInfo::detect(client, &settings.namespace).await?;
     let live_config = Api::<NetworkAddonsConfig>::all(client.clone())
         .get_opt(CONFIG_NAME)
         .await
         .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {CONFIG_NAME}"), e))?;
     let owner = live_config.as_ref().and_then(owner_reference);
-    let mut rendered = render(&applied, settings, &cluster)?;
-    relationship_labels(&mut rendered, cr.labels());
-    let mut objects = prepare(
-        rendered.into_iter().map(|r| r.object),
-        settings,
-        owner.as_ref(),
-    )?;
-    if let Some(owner) = &owner {
-        let record = applied_configmap(&applied, settings, owner)?;
-        objects.retain(|o| Identity::of(o) != Identity::of(&record));
-        objects.push(record);
-    }
+    let (mut objects, record) = objects_for(cr, &applied, settings, &cluster, owner.as_ref())?;
+    objects.extend(record);
 
     let mut out = Vec::new();
     for object in &objects {

@@ -1,12 +1,12 @@
 //! One reconciler among the replicas: leader election on the Lease [`LEASE`] in the operand
 //! namespace. A replica reconciles only while it holds the Lease, renewing it every
 //! `DURATION - GRACE` seconds; the others wait and take it over at the latest [`DURATION`]
-//! seconds after its last renewal (a replica stopping releases it). A leader whose renewals fail
-//! for as long as the Lease lasts may have lost it to another: it exits, and starts again as a
-//! follower, so two never reconcile at once for longer than the renewal grace.
+//! seconds after its last renewal (a replica stopping releases it). A renewal fails `GRACE`
+//! seconds before the Lease would expire; a leader whose renewals keep failing for `GRACE`
+//! seconds may lose it to another at any moment: it exits, and starts again as a follower.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::Client;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
@@ -75,23 +75,43 @@ async fn acquire(lease: &LeaseManager) -> Result<()> {
     }
 }
 
-/// Keeps renewing the Lease; returns the error to exit with once it is lost, or once renewals
-/// failed for as long as it lasts.
+/// Keeps renewing the Lease; returns the error to exit with once it is lost, or once its
+/// renewals failed for `GRACE` seconds.
 async fn hold(lease: &LeaseManager) -> Result<()> {
-    let mut failing_since: Option<tokio::time::Instant> = None;
+    let mut renewals = Renewals::default();
     loop {
+        let called = Instant::now();
         match lease.changed().await {
-            Ok(true) => failing_since = None,
+            // While it leads, the call returns only when that changes, or on a failure.
+            Ok(true) => {}
             Ok(false) => return Err(Error::other("lost the Lease to another replica")),
             Err(e) => {
-                let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
-                if since.elapsed() >= Duration::from_secs(DURATION) {
+                if renewals.failed(called, Instant::now()) {
                     return Err(Error::wrap("renew the Lease", e));
                 }
                 tracing::warn!(error = %e, "cannot renew the Lease; trying again");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
+    }
+}
+
+/// How long a leader has failed to renew.
+#[derive(Debug, Default)]
+struct Renewals {
+    failing_since: Option<Instant>,
+}
+
+impl Renewals {
+    /// A renewal attempt made at `called` failed at `now`: whether to give the Lease up. An
+    /// attempt that lasted a renewal period renewed the Lease in between: the failures start
+    /// again from it.
+    fn failed(&mut self, called: Instant, now: Instant) -> bool {
+        if now.duration_since(called) >= Duration::from_secs(DURATION - GRACE) {
+            self.failing_since = None;
+        }
+        let since = *self.failing_since.get_or_insert(now);
+        now.duration_since(since) >= Duration::from_secs(GRACE)
     }
 }
 
@@ -104,5 +124,32 @@ async fn shutdown() {
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(start: Instant, secs: u64) -> Instant {
+        start + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn a_leader_gives_the_lease_up_after_failing_to_renew_for_the_grace() {
+        let (t, mut renewals) = (Instant::now(), Renewals::default());
+        assert!(!renewals.failed(at(t, 7), at(t, 7)));
+        assert!(!renewals.failed(at(t, 8), at(t, 8)));
+        assert!(renewals.failed(at(t, 9), at(t, 10)));
+    }
+
+    #[test]
+    fn renewals_that_succeeded_since_a_failure_start_the_count_again() {
+        let (t, mut renewals) = (Instant::now(), Renewals::default());
+        assert!(!renewals.failed(at(t, 7), at(t, 7)));
+        // the next attempt renewed for a minute before it failed
+        assert!(!renewals.failed(at(t, 8), at(t, 68)));
+        assert!(!renewals.failed(at(t, 69), at(t, 69)));
+        assert!(renewals.failed(at(t, 70), at(t, 71)));
     }
 }

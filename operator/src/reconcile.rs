@@ -8,9 +8,9 @@
 //! retried with a growing delay. A failure to read the DaemonSets' and Deployments' progress or
 //! to write the status itself (or a NetworkAddonsConfig without a uid, which no API server
 //! serves) leaves the status as it was: it is logged and retried the same way. Otherwise the
-//! object is reconciled again every minute (an object changed behind the operator's back is
-//! applied again then), whenever it changes, and whenever one of its DaemonSets or Deployments
-//! changes. Most of those reconciles write nothing, or the status alone.
+//! object is reconciled again every minute (an object changed behind the operator's back, as
+//! `apply::Live` tells, is applied again then), whenever it changes, and whenever one of its
+//! DaemonSets or Deployments changes. Most of those reconciles write nothing, or the status alone.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -11,11 +11,46 @@
 //! controller's `secrets` on a ServiceAccount, a Deployment's revision annotation, another
 //! controller's annotation) and status writers keep theirs.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
-use serde_json::{Map, Value};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, ObjectMeta};
+use kube::api::{Patch, PatchParams};
+use kube::Api;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use crate::apply::FIELD_MANAGER;
+use crate::error::{Error, Result};
 
 /// The operation of a server-side apply entry.
 const APPLY: &str = "Apply";
+
+/// Makes the fields of the previous authors of `rendered` (in `subresource`, or the object
+/// itself when `None`) ours on `live`, by a merge patch of its `managedFields` on the version
+/// read: a change since makes the API server refuse it, and the reconcile is retried. `what`
+/// names the object in the error.
+pub async fn take_over<K>(
+    api: &Api<K>,
+    live: &ObjectMeta,
+    rendered: &Value,
+    subresource: Option<&str>,
+    what: &str,
+) -> Result<()>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let managed = live.managed_fields.as_deref().unwrap_or_default();
+    let Some(fields) = take_over_fields(managed, rendered, FIELD_MANAGER, subresource) else {
+        return Ok(());
+    };
+    let patch = json!({"metadata": {
+        "resourceVersion": live.resource_version,
+        "managedFields": fields,
+    }});
+    let name = live.name.as_deref().unwrap_or_default();
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(|e| Error::wrap(format!("take over the fields of {what}"), e))
+}
 
 /// `managed` with the fields of every previous author of `rendered` (in `subresource`, or the
 /// object itself when `None`) moved into one server-side apply entry of `manager`; `None` when
@@ -68,22 +103,58 @@ pub fn take_over_fields(
     Some(kept)
 }
 
-/// Whether the field set `fields` (managedFields' `fieldsV1`: `f:<name>` per field) holds a field
-/// `rendered` sets. A list or a scalar we render counts when the manager set it or any of its
-/// items; a map counts through its keys.
+/// Whether the field set `fields` (managedFields' `fieldsV1`) holds a field `rendered` sets.
+/// A field set with no member (`{}`) is a field set whole (a scalar, an atomic list or map): it
+/// counts when we render that field. A map counts through its keys (`f:<name>`), a list through
+/// its items: an item by its key fields (`k:{...}`) counts through its other fields, so a
+/// manager that set one field of a list item we render (an injector's `caBundle` in a webhook)
+/// is not taken for the list's author; a set's value (`v:...`) counts when we render it.
 fn sets_any(fields: &Value, rendered: &Value) -> bool {
-    let (Some(fields), Some(rendered)) = (fields.as_object(), rendered.as_object()) else {
+    let Some(fields) = fields.as_object() else {
         return false;
     };
-    rendered.iter().any(|(key, value)| {
-        let Some(set) = fields.get(&format!("f:{key}")) else {
-            return false;
-        };
-        match value {
-            Value::Object(_) => sets_any(set, value),
-            _ => true,
+    if fields.is_empty() {
+        return true;
+    }
+    match rendered {
+        Value::Object(rendered) => rendered.iter().any(|(key, value)| {
+            fields
+                .get(&format!("f:{key}"))
+                .is_some_and(|set| sets_any(set, value))
+        }),
+        Value::Array(items) => fields.iter().any(|(key, set)| {
+            if let Some(keys) = key.strip_prefix("k:") {
+                let Ok(Value::Object(keys)) = serde_json::from_str::<Value>(keys) else {
+                    return false;
+                };
+                items
+                    .iter()
+                    .find(|item| keys.iter().all(|(k, v)| item.get(k) == Some(v)))
+                    .is_some_and(|item| sets_any(&without_keys(set, &keys), item))
+            } else if let Some(value) = key.strip_prefix("v:") {
+                serde_json::from_str::<Value>(value).is_ok_and(|v| items.contains(&v))
+            } else {
+                false
+            }
+        }),
+        _ => true,
+    }
+}
+
+/// The field set of a list item without its key fields, which every manager of the item holds.
+fn without_keys(set: &Value, keys: &Map<String, Value>) -> Value {
+    let mut set = set.clone();
+    if let Some(set) = set.as_object_mut() {
+        set.remove(".");
+        for key in keys.keys() {
+            set.remove(&format!("f:{key}"));
         }
-    })
+    }
+    // An item of which only its keys were set sets nothing else.
+    if set.as_object().is_some_and(Map::is_empty) {
+        return Value::Null;
+    }
+    set
 }
 
 /// Adds every field of `other` to the field set `into`.
@@ -187,14 +258,10 @@ mod tests {
             json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}}),
         );
         old.api_version = Some("extensions/v1beta1".into());
-        let author = entry(
-            "kubectl-create",
-            "Update",
-            json!({"f:spec": {"f:template": {}}}),
-        );
-        // `f:template` alone sets no field of ours: the map counts through its keys.
+        // The status writer and the other version's writer are the only ones that set a field
+        // of ours: neither is taken over.
         assert!(take_over_fields(
-            &[status.clone(), old.clone(), author],
+            &[status.clone(), old.clone()],
             &rendered(),
             "network-addons-operator",
             None
@@ -280,5 +347,68 @@ mod tests {
             .0
             .to_string()
             .contains("f:notDeployed"));
+    }
+
+    /// A webhook configuration as we render it: one webhook, its service, no CA.
+    fn webhook() -> Value {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "w", "labels": {"app.kubernetes.io/managed-by": "network-addons-operator"}},
+            "webhooks": [{"name": "mutatepods.example.io", "failurePolicy": "Fail",
+                          "clientConfig": {"service": {"name": "s", "namespace": "n"}}}]
+        })
+    }
+
+    fn webhook_entry(manager: &str, operation: &str, fields: Value) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            api_version: Some("admissionregistration.k8s.io/v1".into()),
+            ..entry(manager, operation, fields)
+        }
+    }
+
+    #[test]
+    fn an_injector_that_set_one_field_of_a_list_item_we_render_keeps_it() {
+        // By update: only the field changed is recorded.
+        let by_update = webhook_entry(
+            "cainjector",
+            "Update",
+            json!({"f:webhooks": {"k:{\"name\":\"mutatepods.example.io\"}":
+                {"f:clientConfig": {"f:caBundle": {}}}}}),
+        );
+        // By server-side apply: the item's key field is the applier's too.
+        let by_apply = webhook_entry(
+            "cert-manager",
+            "Apply",
+            json!({"f:webhooks": {"k:{\"name\":\"mutatepods.example.io\"}":
+                {".": {}, "f:name": {}, "f:clientConfig": {"f:caBundle": {}}}}}),
+        );
+        for injector in [by_update, by_apply] {
+            assert!(
+                take_over_fields(&[injector], &webhook(), "network-addons-operator", None)
+                    .is_none()
+            );
+        }
+    }
+
+    #[test]
+    fn the_author_of_a_list_item_we_render_is_taken_over() {
+        let author = webhook_entry(
+            "cluster-network-addons-operator",
+            "Update",
+            json!({"f:webhooks": {"k:{\"name\":\"mutatepods.example.io\"}":
+                {".": {}, "f:name": {}, "f:failurePolicy": {}, "f:sideEffects": {}}}}),
+        );
+        assert!(take_over_fields(&[author], &webhook(), "network-addons-operator", None).is_some());
+    }
+
+    #[test]
+    fn an_item_of_a_list_we_do_not_render_is_not_ours_to_take() {
+        let other = webhook_entry(
+            "someone",
+            "Update",
+            json!({"f:webhooks": {"k:{\"name\":\"other.example.io\"}":
+                {".": {}, "f:name": {}, "f:failurePolicy": {}}}}),
+        );
+        assert!(take_over_fields(&[other], &webhook(), "network-addons-operator", None).is_none());
     }
 }

@@ -289,6 +289,21 @@ fn the_operator_may_manage_every_kind_it_renders_and_report_on_its_config() {
         );
     }
     assert!(allows(&cluster, "events.k8s.io", "events", "create", None));
+    // a status another manager wrote is taken over through the config's own managedFields
+    assert!(allows(
+        &cluster,
+        group,
+        "networkaddonsconfigs",
+        "patch",
+        Some("cluster")
+    ));
+    assert!(!allows(
+        &cluster,
+        group,
+        "networkaddonsconfigs",
+        "patch",
+        Some("other")
+    ));
     assert!(allows(
         &namespaced,
         "coordination.k8s.io",
@@ -343,4 +358,28 @@ fn the_operator_is_probed_on_its_metrics_port_and_knows_its_pod_from_the_downwar
     assert_eq!(field("POD_NAME"), "metadata.name");
     assert_eq!(field("OPERAND_NAMESPACE"), "metadata.namespace");
     assert_eq!(field("OPERATOR_NAMESPACE"), "metadata.namespace");
+}
+
+#[test]
+fn deploy_installs_exactly_its_kinds() {
+    let mut kinds: Vec<String> = deploy_files(&Settings::defaults())
+        .expect("generate")
+        .iter()
+        .filter(|(name, _)| !name.ends_with(".cr.yaml"))
+        .flat_map(|(_, text)| {
+            text.split("\n---\n")
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|doc| serde_saphyr::from_str::<serde_json::Value>(&doc).ok())
+        .filter_map(|d| d["kind"].as_str().map(str::to_string))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut expected: Vec<String> = network_addons_operator::manifests::DEPLOY_KINDS
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(kinds, expected);
 }

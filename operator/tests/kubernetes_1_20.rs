@@ -54,10 +54,10 @@ fn applied_objects(path: &Path) -> Vec<Value> {
         &applied,
         &Settings::defaults(),
         &ClusterInfo::WITH_CERT_MANAGER,
-        &owner(),
+        Some(&owner()),
     )
     .unwrap();
-    objects.push(record);
+    objects.extend(record);
     objects
 }
 
@@ -175,14 +175,7 @@ fn everything_in_deploy_is_one_kubernetes_1_20_accepts_but_the_crds_cel_rules() 
             }
         }
     }
-    for kind in [
-        "Namespace",
-        "CustomResourceDefinition",
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Deployment",
-    ] {
+    for kind in network_addons_operator::manifests::DEPLOY_KINDS {
         assert!(kinds.iter().any(|k| k == kind), "no {kind} in deploy/");
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -105,8 +105,8 @@ fn applied_objects(cr: &NetworkAddonsConfig, cluster: &ClusterInfo) -> Vec<Value
     let applied = fill_defaults(&cr.spec, None, [0x4a, 0xbe]);
     let owner = owner_reference(cr).unwrap();
     let (mut objects, record) =
-        objects_for(cr, &applied, &Settings::defaults(), cluster, &owner).unwrap();
-    objects.push(record);
+        objects_for(cr, &applied, &Settings::defaults(), cluster, Some(&owner)).unwrap();
+    objects.extend(record);
     objects
 }
 
@@ -499,14 +499,7 @@ fn everything_in_deploy_is_valid_on_kubernetes_1_33_to_1_37() {
         .filter(|d| d.in_set(Set::Deploy))
         .map(|d| d.kind.as_str())
         .collect();
-    for kind in [
-        "Namespace",
-        "CustomResourceDefinition",
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Deployment",
-    ] {
+    for kind in network_addons_operator::manifests::DEPLOY_KINDS {
         assert!(kinds.contains(kind), "no {kind} in deploy/: {kinds:?}");
     }
 }

@@ -1,8 +1,8 @@
 //! Applying rendered objects and deleting those a render no longer contains.
 //!
 //! Every object goes through server-side apply with one field manager and `force`, so the
-//! operator owns every field it renders and drops those it stops rendering, while fields set by
-//! others (a Service's clusterIP, a webhook's caBundle) stay. Three rules on top:
+//! operator owns every field it renders and drops those it stops rendering, while fields only
+//! others set (a Service's clusterIP, an injected webhook caBundle) stay. Three rules on top:
 //! - an object annotated [`labels::CREATE_ONLY`] is created when missing and never updated;
 //! - an existing object without our managed-by label (created by the upstream operator, by
 //!   `kubectl` or by a chart) is taken over in place ([`crate::takeover`]): the fields its
@@ -20,7 +20,7 @@
 //!
 //! Whether an object is ours is read before its first apply in this process; [`Ours`] then keeps
 //! the uid the apply returned, so later reconciles apply without reading, and a uid that changed
-//! since (someone deleted the object and created another) is adopted like a foreign object.
+//! since (someone deleted the object and created another) is taken over like a foreign object.
 //!
 //! Deletion lists every deletable kind by the managed-by label, ours or the upstream
 //! operator's, and removes what this render lacks, but only objects whose owner is a
@@ -39,14 +39,13 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::render::{RenderedKind, RENDERED_KINDS};
-use crate::takeover::take_over_fields;
+use crate::takeover::take_over;
 
 mod delete;
 mod ours;
 
 pub use delete::{
-    deletable_selector, delete_unrendered, deletion_order, list_managed, owned_by_config,
-    read_live, Deleted, Listing, UPSTREAM_MANAGED_BY_VALUE,
+    delete_unrendered, deletion_order, list_managed, read_live, Listing, UPSTREAM_MANAGED_BY_VALUE,
 };
 pub use ours::{Live, Ours};
 
@@ -260,7 +259,7 @@ async fn take_over_and_apply(
     object: &Value,
     ours: &Ours,
 ) -> Result<(Applied, DynamicObject)> {
-    take_over(api, id, live, object).await?;
+    take_over(api, &live.metadata, object, None, &id.to_string()).await?;
     let (applied, how) = apply_or_recreate(api, id, kind, object).await?;
     ours.remember(object, &applied);
     match how {
@@ -273,28 +272,6 @@ async fn read(api: &Api<DynamicObject>, id: &Identity) -> Result<Option<DynamicO
     api.get_opt(&id.name)
         .await
         .map_err(|e| Error::wrap(format!("read {id}"), e))
-}
-
-/// Makes the fields of `live`'s previous authors ours (see [`crate::takeover`]), on the version
-/// read: a change since makes the API server refuse it, and the reconcile is retried.
-async fn take_over(
-    api: &Api<DynamicObject>,
-    id: &Identity,
-    live: &DynamicObject,
-    object: &Value,
-) -> Result<()> {
-    let managed = live.metadata.managed_fields.as_deref().unwrap_or_default();
-    let Some(fields) = take_over_fields(managed, object, FIELD_MANAGER, None) else {
-        return Ok(());
-    };
-    let patch = json!({"metadata": {
-        "resourceVersion": live.metadata.resource_version,
-        "managedFields": fields,
-    }});
-    api.patch(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(drop)
-        .map_err(|e| Error::wrap(format!("take over the fields of {id}"), e))
 }
 
 /// Server-side applies `object`; when that is refused because it changes an immutable field,

@@ -25,16 +25,16 @@ struct OursState {
 
 #[derive(Clone, Debug)]
 struct Record {
-    /// A hash of the rendered object applied.
-    rendered: u64,
+    /// The rendered object applied.
+    rendered: Value,
     /// The object as the apply returned it.
     live: Live,
 }
 
-/// What tells whether someone changed an object on the server since: its uid, and its
-/// generation where the server keeps one (a spec change bumps it, a status write does not),
-/// else its resourceVersion. A change of the labels or annotations alone of an object with a
-/// generation (a DaemonSet, a Deployment, a webhook configuration) is not seen.
+/// What tells whether someone changed an object on the server since: its uid, and where the
+/// server keeps a generation (a spec change bumps it, a status write does not), that and the
+/// labels, annotations and owners; else its resourceVersion. (A Deployment's revision
+/// annotation, which its controller sets after a rollout, makes one more apply, a no-op.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Live {
     pub uid: String,
@@ -47,7 +47,10 @@ impl Live {
         Live {
             uid: meta.uid.clone().unwrap_or_default(),
             version: match meta.generation {
-                Some(g) if g > 0 => format!("generation {g}"),
+                Some(g) if g > 0 => format!(
+                    "generation {g} {}",
+                    serde_json::json!([meta.labels, meta.annotations, meta.owner_references])
+                ),
                 _ => format!(
                     "resourceVersion {}",
                     meta.resource_version.as_deref().unwrap_or_default()
@@ -55,14 +58,6 @@ impl Live {
             },
         }
     }
-}
-
-/// A hash of a rendered object, to tell whether the render changed it.
-fn rendered_hash(object: &Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    object.to_string().hash(&mut h);
-    h.finish()
 }
 
 impl Ours {
@@ -100,7 +95,7 @@ impl Ours {
         let Some(record) = state.applied.get(&Identity::of(object)) else {
             return false;
         };
-        record.rendered == rendered_hash(object) && live == Some(&record.live)
+        record.rendered == *object && live == Some(&record.live)
     }
 
     pub(super) fn uid(&self, id: &Identity) -> Option<String> {
@@ -110,7 +105,7 @@ impl Ours {
     /// Records `applied` as what the apply of `rendered` returned.
     pub fn remember(&self, rendered: &Value, applied: &DynamicObject) {
         let record = Record {
-            rendered: rendered_hash(rendered),
+            rendered: rendered.clone(),
             live: Live::of(applied),
         };
         self.lock().applied.insert(Identity::of(rendered), record);

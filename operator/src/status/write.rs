@@ -9,7 +9,7 @@ use super::same_ignoring_heartbeat;
 use crate::apply::FIELD_MANAGER;
 use crate::error::{Error, Result};
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigStatus};
-use crate::takeover::take_over_fields;
+use crate::takeover::{take_over, take_over_fields};
 
 /// Writes `after` as the status of `nac`, unless it is its status now but for heartbeats: one
 /// server-side apply of the status with our field manager. Status fields another manager wrote
@@ -33,14 +33,15 @@ pub async fn write(
         "status": after,
     });
     let managed = nac.metadata.managed_fields.as_deref().unwrap_or_default();
-    if let Some(fields) = take_over_fields(managed, &body, FIELD_MANAGER, Some("status")) {
-        let patch = json!({"metadata": {
-            "resourceVersion": nac.metadata.resource_version,
-            "managedFields": fields,
-        }});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+    if take_over_fields(managed, &body, FIELD_MANAGER, Some("status")).is_some() {
+        // Rare (once after a move from another operator): on the object as it is now, not as
+        // the watch last delivered it.
+        let live = api
+            .get(&name)
             .await
-            .map_err(|e| Error::wrap(format!("take over the status of {name}"), e))?;
+            .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {name}"), e))?;
+        let what = format!("the status of NetworkAddonsConfig {name}");
+        take_over(&api, &live.metadata, &body, Some("status"), &what).await?;
     }
     api.patch_status(
         &name,

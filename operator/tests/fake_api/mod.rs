@@ -802,30 +802,37 @@ impl State {
         if !object["metadata"].is_object() {
             object["metadata"] = json!({});
         }
+        // Core and RBAC objects have no generation: a change shows in their resourceVersion.
+        let generation = !matches!(
+            object["apiVersion"].as_str(),
+            Some("v1" | "rbac.authorization.k8s.io/v1")
+        );
         let meta = &mut object["metadata"];
         meta["resourceVersion"] = json!(self.revision.to_string());
         match old {
             Some(old) => {
                 meta["uid"] = old["metadata"]["uid"].clone();
                 meta["creationTimestamp"] = old["metadata"]["creationTimestamp"].clone();
-                let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
-                let changed = old.get("spec") != object.get("spec");
-                object["metadata"]["generation"] =
-                    json!(if changed { generation + 1 } else { generation });
+                if generation {
+                    let before = old["metadata"]["generation"].as_i64().unwrap_or(1);
+                    let changed = old.get("spec") != object.get("spec");
+                    object["metadata"]["generation"] =
+                        json!(if changed { before + 1 } else { before });
+                }
             }
             None => {
                 self.uids += 1;
                 meta["uid"] = json!(format!("00000000-0000-0000-0000-{:012}", self.uids));
                 meta["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
-                meta["generation"] = json!(1);
+                if generation {
+                    meta["generation"] = json!(1);
+                }
             }
         }
         object
     }
 }
 
-/// Kubernetes 1.20's `legacyValidateEvent`, which every event passes whatever API it is created
-/// through (pkg/apis/core/validation/events.go), on a core/v1 or events.k8s.io event.
 /// The managedFields after an apply by `manager`: the other managers' entries kept (this fake
 /// does not track which fields each holds), the applier's own entry replaced.
 fn applied_managed_fields(old: Option<&Value>, object: &Value, manager: &str) -> Value {
@@ -842,6 +849,8 @@ fn applied_managed_fields(old: Option<&Value>, object: &Value, manager: &str) ->
     Value::Array(entries)
 }
 
+/// Kubernetes 1.20's `legacyValidateEvent`, which every event passes whatever API it is created
+/// through (pkg/apis/core/validation/events.go), on a core/v1 or events.k8s.io event.
 fn invalid_event(t: &Target, body: &Value) -> Option<(u16, Value)> {
     let namespace = t.namespace.clone().unwrap_or_default();
     let involved = if t.group_version == "v1" {
