@@ -565,6 +565,7 @@ impl<'a> Converge<'a> {
                 dst: r.dst,
                 gw: r.gw,
                 oif,
+                multipath: false,
                 table: r.table,
                 metric: r.metric,
                 protocol: r.protocol,

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use cni_common::mac::MacAddr;
+use cni_common::netlink::{RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_UNSPEC};
 use ipnetwork::IpNetwork;
 use serde_json::Value;
 
@@ -27,6 +28,15 @@ const REFUSED_SECTIONS: &[(&str, &str)] = &[
 
 /// Longest interface name (IFNAMSIZ - 1).
 const MAX_NAME: usize = 15;
+
+/// Longest link alias, in bytes (IFALIASZ - 1).
+const MAX_DESCRIPTION: usize = 255;
+
+/// IPv6's minimum MTU: the kernel takes IPv6 off a link whose MTU is below it.
+const IPV6_MIN_MTU: u32 = 1280;
+
+/// The kernel keeps bond timers and counts in ints and refuses larger values.
+const KERNEL_INT_MAX: u64 = i32::MAX as u64;
 
 /// A desired state, parsed and checked for fields we do not support (nothing touched yet).
 #[derive(Debug, Clone, PartialEq)]
@@ -270,15 +280,11 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
         }
     };
     let description = obj.string(&["description"])?;
-    // The IP layer needs 68 (IPv4's minimum); 65535 is the largest any link takes.
-    let mtu = obj.number(&["mtu"], 65535)?.map(|n| n as u32);
-    if mtu.is_some_and(|m| m < 68) {
-        return Err(refused(
-            &owner,
-            "mtu",
-            "must be 68 or more (IPv4's minimum)",
-        ));
+    if let Some(d) = &description {
+        check_description(&owner, d)?;
     }
+    // The IP layer needs 68 (IPv4's minimum); 65535 is the largest any link takes.
+    let mtu = range(&mut obj, "mtu", 68, 65535)?;
     let mac = match obj.string(&["mac-address"])? {
         Some(s) => {
             Some(MacAddr::parse(&s).map_err(|e| refused(&owner, "mac-address", &e.to_string()))?)
@@ -296,6 +302,15 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
     ]);
     let ipv4 = parse_ip(&mut obj, "ipv4", false)?;
     let ipv6 = parse_ip(&mut obj, "ipv6", true)?;
+    let ipv6_addresses = ipv6.as_ref().and_then(|c| c.addresses.as_ref());
+    if let (Some(m), Some(addrs)) = (mtu, ipv6_addresses) {
+        if m < IPV6_MIN_MTU && !addrs.is_empty() {
+            return Err(Error::Refused(format!(
+                "{owner}: mtu {m} is below {IPV6_MIN_MTU}, IPv6's minimum: the kernel removes \
+                 IPv6 from such a link, so its ipv6 addresses could not be set"
+            )));
+        }
+    }
     let bridge = match obj.object(&["bridge"])? {
         Some(b) => Some(parse_bridge(b)?),
         None => None,
@@ -443,9 +458,9 @@ fn parse_bridge(mut b: Obj) -> Result<BridgeConf, Error> {
         o.ignore(&["gc-timer", "hello-timer"]);
         if let Some(mut stp) = o.object(&["stp"])? {
             conf.stp = stp.bool(&["enabled"])?;
-            conf.forward_delay = range(&owner, &mut stp, "forward-delay", 2, 30)?;
-            conf.hello_time = range(&owner, &mut stp, "hello-time", 1, 10)?;
-            conf.max_age = range(&owner, &mut stp, "max-age", 6, 40)?;
+            conf.forward_delay = range(&mut stp, "forward-delay", 2, 30)?;
+            conf.hello_time = range(&mut stp, "hello-time", 1, 10)?;
+            conf.max_age = range(&mut stp, "max-age", 6, 40)?;
             conf.priority = stp
                 .number(&["priority"], u16::MAX.into())?
                 .map(|n| n as u16);
@@ -486,15 +501,32 @@ fn parse_bridge(mut b: Obj) -> Result<BridgeConf, Error> {
     Ok(conf)
 }
 
-fn range(owner: &str, o: &mut Obj, key: &str, min: u64, max: u64) -> Result<Option<u32>, Error> {
-    match o.number(&[key], max)? {
-        Some(n) if n < min => Err(refused(
+/// A number from `min` to `max`, refused with both bounds named.
+fn range(o: &mut Obj, key: &str, min: u32, max: u32) -> Result<Option<u32>, Error> {
+    Ok(o.number_in(&[key], min.into(), max.into())?
+        .map(|n| n as u32))
+}
+
+/// A link's alias: what the kernel stores (IFLA_IFALIAS) and `ip link` prints on a line.
+fn check_description(owner: &str, d: &str) -> Result<(), Error> {
+    if d.len() > MAX_DESCRIPTION {
+        return Err(refused(
             owner,
-            &o.path_of(key),
-            &format!("must be from {min} to {max}"),
-        )),
-        other => Ok(other.map(|n| n as u32)),
+            "description",
+            &format!(
+                "is {} bytes long: the kernel keeps at most {MAX_DESCRIPTION}",
+                d.len()
+            ),
+        ));
     }
+    if d.chars().any(char::is_control) {
+        return Err(refused(
+            owner,
+            "description",
+            "must not hold control characters",
+        ));
+    }
+    Ok(())
 }
 
 fn parse_port_vlan(owner: &str, mut v: Obj) -> Result<PortVlanConf, Error> {
@@ -511,16 +543,16 @@ fn parse_port_vlan(owner: &str, mut v: Obj) -> Result<PortVlanConf, Error> {
             ))
         }
     };
-    conf.tag = vlan_id(owner, &mut v, "tag")?;
+    conf.tag = vlan_id(&mut v, "tag")?;
     conf.enable_native = v.bool(&["enable-native"])?.unwrap_or(false);
     if let Some((path, items)) = v.array(&["trunk-tags"])? {
         for (i, item) in items.iter().enumerate() {
             let mut t = Obj::new(owner, &format!("{path}[{i}]"), item)?;
-            if let Some(id) = vlan_id(owner, &mut t, "id")? {
+            if let Some(id) = vlan_id(&mut t, "id")? {
                 conf.trunk_tags.push((id, id));
             } else if let Some(mut r) = t.object(&["id-range"])? {
-                let min = vlan_id(owner, &mut r, "min")?;
-                let max = vlan_id(owner, &mut r, "max")?;
+                let min = vlan_id(&mut r, "min")?;
+                let max = vlan_id(&mut r, "max")?;
                 let (Some(min), Some(max)) = (min, max) else {
                     return Err(refused(owner, &r.path_of("min"), "and max are required"));
                 };
@@ -557,11 +589,8 @@ fn parse_port_vlan(owner: &str, mut v: Obj) -> Result<PortVlanConf, Error> {
     }
 }
 
-fn vlan_id(owner: &str, o: &mut Obj, key: &str) -> Result<Option<u16>, Error> {
-    match o.number(&[key], 4094)? {
-        Some(0) => Err(refused(owner, &o.path_of(key), "must be from 1 to 4094")),
-        other => Ok(other.map(|n| n as u16)),
-    }
+fn vlan_id(o: &mut Obj, key: &str) -> Result<Option<u16>, Error> {
+    Ok(o.number_in(&[key], 1, 4094)?.map(|n| n as u16))
 }
 
 /// nmstate's bond modes, names and numbers.
@@ -607,11 +636,11 @@ fn parse_bond(mut b: Obj) -> Result<BondConf, Error> {
         );
     }
     if let Some(mut o) = b.object(&["options"])? {
-        let ms = u64::from(u32::MAX);
-        conf.miimon = o.number(&["miimon"], ms)?.map(|n| n as u32);
-        conf.updelay = o.number(&["updelay"], ms)?.map(|n| n as u32);
-        conf.downdelay = o.number(&["downdelay"], ms)?.map(|n| n as u32);
-        conf.min_links = o.number(&["min_links"], ms)?.map(|n| n as u32);
+        let max = KERNEL_INT_MAX;
+        conf.miimon = o.number(&["miimon"], max)?.map(|n| n as u32);
+        conf.updelay = o.number(&["updelay"], max)?.map(|n| n as u32);
+        conf.downdelay = o.number(&["downdelay"], max)?.map(|n| n as u32);
+        conf.min_links = o.number(&["min_links"], max)?.map(|n| n as u32);
         o.finish()?;
     }
     if let Some((path, items)) = b.array(&["port", "ports"])? {
@@ -656,9 +685,9 @@ fn parse_route(i: usize, item: &Value) -> Result<RouteWant, Error> {
     }
     let metric = r.number(&["metric"], u32::MAX.into())?.map(|n| n as u32);
     let table = r.number(&["table-id"], u32::MAX.into())?.map(|n| n as u32);
-    // The kernel's own tables: 255 holds the node's local addresses, 253 is the default
-    // table; 0 is no table. A policy's routes go to main (254) or to tables of its own.
-    if let Some(t @ (0 | 253 | 255)) = table {
+    // The kernel's own tables: local holds the node's local addresses, default is looked up
+    // after main; unspec is no table. A policy's routes go to main or to tables of their own.
+    if let Some(t @ (RT_TABLE_UNSPEC | RT_TABLE_DEFAULT | RT_TABLE_LOCAL)) = table {
         return Err(refused(
             &owner,
             "table-id",
@@ -703,6 +732,7 @@ fn parse_route(i: usize, item: &Value) -> Result<RouteWant, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni_common::netlink::RT_TABLE_MAIN;
     use serde_json::json;
 
     fn refusal(v: Value) -> String {
@@ -757,25 +787,161 @@ mod tests {
         }
     }
 
+    fn iface(fields: Value) -> Value {
+        let mut iface = json!({"name": "eth1", "type": "ethernet"});
+        for (key, value) in fields.as_object().expect("fields").clone() {
+            iface[key] = value;
+        }
+        json!({ "interfaces": [iface] })
+    }
+
+    fn route_in(table: u32) -> Value {
+        json!({"routes": {"config": [{"destination": "10.0.0.0/8",
+            "next-hop-interface": "eth1", "table-id": table}]}})
+    }
+
     #[test]
-    fn an_mtu_below_ipv4s_minimum_or_above_65535_is_refused() {
+    fn an_mtu_below_ipv4s_minimum_or_above_65535_is_refused_naming_both_bounds() {
         for mtu in [0, 67, 65536] {
-            let v = json!({"interfaces": [{"name": "eth1", "type": "ethernet", "mtu": mtu}]});
-            assert!(
-                matches!(DesiredState::parse(&v), Err(Error::Refused(m)) if m.contains("mtu")),
-                "mtu {mtu}"
+            let msg = refusal(iface(json!({ "mtu": mtu })));
+            assert_eq!(
+                msg,
+                format!(
+                    r#"interface eth1: field "mtu" must be a number from 68 to 65535, not {mtu}"#
+                )
             );
         }
     }
 
     #[test]
+    fn an_mtu_of_68_or_65535_is_accepted() {
+        for mtu in [68, 65535] {
+            let state = DesiredState::parse(&iface(json!({ "mtu": mtu }))).expect("parses");
+            assert_eq!(state.interfaces[0].mtu, Some(mtu));
+        }
+    }
+
+    #[test]
+    fn an_mtu_below_1280_with_ipv6_addresses_is_refused() {
+        let msg = refusal(iface(json!({"mtu": 1279,
+            "ipv6": {"address": [{"ip": "2001:db8::1", "prefix-length": 64}]}})));
+        assert!(
+            msg.starts_with(
+                "interface eth1: mtu 1279 is below 1280, IPv6's minimum: the kernel removes IPv6"
+            ),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn an_mtu_below_1280_without_ipv6_addresses_is_accepted() {
+        let state = DesiredState::parse(&iface(json!({"mtu": 1279,
+            "ipv4": {"address": [{"ip": "192.0.2.1", "prefix-length": 24}]},
+            "ipv6": {"enabled": false}})))
+        .expect("parses");
+        assert_eq!(state.interfaces[0].mtu, Some(1279));
+    }
+
+    #[test]
+    fn an_mtu_of_1280_takes_ipv6_addresses() {
+        let state = DesiredState::parse(&iface(json!({"mtu": 1280,
+            "ipv6": {"address": [{"ip": "2001:db8::1", "prefix-length": 64}]}})))
+        .expect("parses");
+        assert_eq!(state.interfaces[0].mtu, Some(1280));
+    }
+
+    #[test]
+    fn a_description_longer_than_255_bytes_is_refused() {
+        // 128 characters, 256 bytes: the kernel counts bytes.
+        let msg = refusal(iface(json!({"description": "é".repeat(128)})));
+        assert_eq!(
+            msg,
+            r#"interface eth1: field "description" is 256 bytes long: the kernel keeps at most 255"#
+        );
+    }
+
+    #[test]
+    fn a_description_of_255_bytes_is_accepted() {
+        let long = "a".repeat(255);
+        let state = DesiredState::parse(&iface(json!({ "description": long }))).expect("parses");
+        assert_eq!(state.interfaces[0].description, Some(long));
+    }
+
+    #[test]
+    fn a_description_with_control_characters_is_refused() {
+        for description in ["two\nlines", "a\tb", "bell\u{7}"] {
+            let msg = refusal(iface(json!({ "description": description })));
+            assert_eq!(
+                msg, r#"interface eth1: field "description" must not hold control characters"#,
+                "{description:?}"
+            );
+        }
+    }
+
+    fn bond_option(key: &str, value: u64) -> Value {
+        json!({"interfaces": [{"name": "bond0", "type": "bond",
+            "link-aggregation": {"mode": "active-backup", "options": { key: value }}}]})
+    }
+
+    #[test]
+    fn bond_timers_and_min_links_above_the_kernels_int_are_refused() {
+        for key in ["miimon", "updelay", "downdelay", "min_links"] {
+            let msg = refusal(bond_option(key, 2_147_483_648));
+            assert_eq!(
+                msg,
+                format!(
+                    r#"interface bond0: field "link-aggregation.options.{key}" must be a number from 0 to 2147483647, not 2147483648"#
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn bond_timers_and_min_links_up_to_the_kernels_int_are_accepted() {
+        for key in ["miimon", "updelay", "downdelay", "min_links"] {
+            let state = DesiredState::parse(&bond_option(key, 2_147_483_647)).expect("parses");
+            let bond = state.interfaces[0].bond.clone().expect("bond");
+            let value = match key {
+                "miimon" => bond.miimon,
+                "updelay" => bond.updelay,
+                "downdelay" => bond.downdelay,
+                _ => bond.min_links,
+            };
+            assert_eq!(value, Some(2_147_483_647), "{key}");
+        }
+    }
+
+    #[test]
     fn routes_into_the_kernels_own_tables_are_refused() {
-        for table in [0, 253, 255] {
-            let v = json!({"routes": {"config": [{"destination": "10.0.0.0/8",
-                "next-hop-interface": "eth1", "table-id": table}]}});
+        for table in [RT_TABLE_UNSPEC, RT_TABLE_DEFAULT, RT_TABLE_LOCAL] {
+            let msg = refusal(route_in(table));
+            assert_eq!(
+                msg,
+                format!(
+                    r#"route 0: field "table-id" {table} is a table of the kernel's own, not for a policy's routes"#
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn routes_into_main_and_tables_of_their_own_are_accepted() {
+        for table in [RT_TABLE_MAIN, 1, 256] {
+            let state = DesiredState::parse(&route_in(table)).expect("parses");
+            assert_eq!(state.routes[0].table, Some(table));
+        }
+    }
+
+    #[test]
+    fn a_vlan_id_of_0_or_above_4094_is_refused_naming_both_bounds() {
+        for id in [0, 4095] {
+            let msg = refusal(
+                json!({"interfaces": [{"name": "br0", "type": "linux-bridge",
+                "bridge": {"port": [{"name": "eth1", "vlan": {"mode": "access", "tag": id}}]}}]}),
+            );
             assert!(
-                matches!(DesiredState::parse(&v), Err(Error::Refused(m)) if m.contains("table-id")),
-                "table {table}"
+                msg.ends_with(&format!("must be a number from 1 to 4094, not {id}")),
+                "{msg}"
             );
         }
     }

@@ -105,6 +105,16 @@ impl<'a> Obj<'a> {
 
     /// An unsigned number no larger than `max`; nmstate also takes numbers as strings.
     pub(crate) fn number(&mut self, keys: &[&str], max: u64) -> Result<Option<u64>, Error> {
+        self.number_in(keys, 0, max)
+    }
+
+    /// A number from `min` to `max`, as [`Obj::number`].
+    pub(crate) fn number_in(
+        &mut self,
+        keys: &[&str],
+        min: u64,
+        max: u64,
+    ) -> Result<Option<u64>, Error> {
         let Some((path, v)) = self.value(keys) else {
             return Ok(None);
         };
@@ -114,11 +124,11 @@ impl<'a> Obj<'a> {
             _ => None,
         };
         match n {
-            Some(n) if n <= max => Ok(Some(n)),
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
             _ => Err(refused(
                 self.owner,
                 &path,
-                &format!("must be a number from 0 to {max}, not {v}"),
+                &format!("must be a number from {min} to {max}, not {v}"),
             )),
         }
     }

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use cni_common::mac::MacAddr;
 use cni_common::netlink::{
     BondSettings, BridgePortSettings, BridgeSettings, LinkDetails, Netlink, PortVlan, RouteInfo,
+    RT_TABLE_LOCAL,
 };
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
@@ -15,8 +16,6 @@ use crate::Error;
 
 /// RTPROT_KERNEL: routes the kernel derives from addresses; they come and go with them.
 pub(crate) const PROTO_KERNEL: u8 = 2;
-/// The local table: the kernel's own routes to the node's addresses.
-const TABLE_LOCAL: u32 = 255;
 
 /// What kind of link, as far as this crate cares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +95,7 @@ impl RouteState {
             dst: dst.parse().expect("network"),
             gw: None,
             oif: Some(oif.to_string()),
-            table: 254,
+            table: cni_common::netlink::RT_TABLE_MAIN,
             metric: None,
             protocol: 3,
             scope: 253,
@@ -207,15 +206,24 @@ impl NodeState {
             .route_list_all()
             .map_err(read_err)?
             .into_iter()
-            .filter(|r| r.table != TABLE_LOCAL)
-            .map(|r: RouteInfo| RouteState {
-                dst: r.dst,
-                gw: r.gw,
-                oif: r.oif.and_then(|i| names.get(&i).cloned()),
-                table: r.table,
-                metric: r.metric,
-                protocol: r.protocol,
-                scope: r.scope,
+            .filter(|r| r.table != RT_TABLE_LOCAL)
+            .map(|r: RouteInfo| {
+                // A multipath route goes through several links, not its first next hop's: no
+                // change of that link selects it, and it is reported without a next hop.
+                let (gw, oif) = if r.multipath {
+                    (None, None)
+                } else {
+                    (r.gw, r.oif)
+                };
+                RouteState {
+                    dst: r.dst,
+                    gw,
+                    oif: oif.and_then(|i| names.get(&i).cloned()),
+                    table: r.table,
+                    metric: r.metric,
+                    protocol: r.protocol,
+                    scope: r.scope,
+                }
             })
             .collect();
         Ok(NodeState { links, routes })

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cni_common::netlink::{BondSettings, BridgePortSettings, BridgeSettings, PortVlan};
+use cni_common::netlink::{
+    BondSettings, BridgePortSettings, BridgeSettings, PortVlan, RT_TABLE_MAIN,
+};
 
 use crate::desired::{BridgeConf, DesiredState, Iface, IfaceState, IfaceType, PortVlanConf};
 use crate::node::{Kind, NodeState, RouteState};
@@ -12,7 +14,6 @@ use crate::Error;
 
 /// RTPROT_STATIC, the protocol a configured route reports.
 const PROTO_STATIC: u8 = 4;
-const TABLE_MAIN: u32 = 254;
 /// RT_SCOPE_UNIVERSE and RT_SCOPE_LINK.
 const SCOPE_UNIVERSE: u8 = 0;
 const SCOPE_LINK: u8 = 253;
@@ -183,7 +184,9 @@ pub(crate) fn plan(desired: &DesiredState, node: &NodeState) -> Result<Plan, Err
             gw: r.next_hop_address,
             oif: r.next_hop_interface.clone(),
             metric: r.metric,
-            table: r.table.or(if r.absent { None } else { Some(TABLE_MAIN) }),
+            table: r
+                .table
+                .or(if r.absent { None } else { Some(RT_TABLE_MAIN) }),
         };
         if r.absent {
             remove.push(key);
@@ -192,7 +195,7 @@ pub(crate) fn plan(desired: &DesiredState, node: &NodeState) -> Result<Plan, Err
                 dst: network(dst),
                 gw: r.next_hop_address,
                 oif: Some(dev.clone()),
-                table: r.table.unwrap_or(TABLE_MAIN),
+                table: r.table.unwrap_or(RT_TABLE_MAIN),
                 metric: r.metric,
                 protocol: PROTO_STATIC,
                 scope: if r.next_hop_address.is_some() {

@@ -182,7 +182,7 @@ mod tests {
             dst: dst.parse().expect("network"),
             gw: None,
             oif: Some(oif.to_string()),
-            table: 254,
+            table: cni_common::netlink::RT_TABLE_MAIN,
             metric: None,
             protocol,
             scope: 253,

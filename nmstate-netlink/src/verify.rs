@@ -193,7 +193,7 @@ mod tests {
             add: vec![(
                 RouteMatch {
                     dst: Some(added.dst),
-                    table: Some(254),
+                    table: Some(cni_common::netlink::RT_TABLE_MAIN),
                     ..on("eth1")
                 },
                 added,

@@ -429,3 +429,40 @@ fn routes_can_be_cleared_from_an_interface_and_added_to_it_in_one_state() {
     assert!(routes.contains("203.0.113.0/24"), "{routes}");
     assert!(!routes.contains("198.51.100.0/24"), "{routes}");
 }
+
+#[test]
+fn clearing_an_interfaces_routes_leaves_a_multipath_route_through_it_alone() {
+    netns_tests::skip_unless_root!();
+    node_with_eth1();
+    veth("eth2", "eth2-peer");
+    ip(&["addr", "add", "198.51.100.10/24", "dev", "eth2"]);
+    ip(&[
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "nexthop",
+        "via",
+        "192.0.2.1",
+        "dev",
+        "eth1",
+        "nexthop",
+        "via",
+        "198.51.100.1",
+        "dev",
+        "eth2",
+    ]);
+    let (_dir, journal) = journal();
+    let clear = desired(json!({"routes": {"config": [
+        {"next-hop-interface": "eth1", "state": "absent"}
+    ]}}));
+    apply(&clear, &journal)
+        .expect("apply")
+        .commit()
+        .expect("commit");
+    let routes = ip(&["route", "show", "203.0.113.0/24"]);
+    assert!(
+        routes.contains("nexthop via 192.0.2.1 dev eth1")
+            && routes.contains("nexthop via 198.51.100.1 dev eth2"),
+        "{routes}"
+    );
+}

@@ -33,7 +33,10 @@ pub use link::{Link, Veth};
 
 pub use bridge::{BridgePort, PortVlan};
 pub use detail::{BondSettings, BridgePortSettings, BridgeSettings, LinkDetails};
-pub use route::{NewRoute, RouteEntry, RouteInfo};
+pub use route::{
+    NewRoute, RouteEntry, RouteInfo, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    RT_TABLE_UNSPEC,
+};
 
 /// Longest interface name plus the NUL (IFNAMSIZ).
 const IFNAMSIZ: usize = 16;

@@ -21,14 +21,27 @@ pub struct RouteEntry {
     pub table: u32,
 }
 
+/// RT_TABLE_UNSPEC: no table (a request that selects every table).
+pub const RT_TABLE_UNSPEC: u32 = RouteHeader::RT_TABLE_UNSPEC as u32;
+/// RT_TABLE_DEFAULT: the kernel's fallback table, looked up after main.
+pub const RT_TABLE_DEFAULT: u32 = libc::RT_TABLE_DEFAULT as u32;
+/// RT_TABLE_MAIN: where `ip route add` puts a route without a table.
+pub const RT_TABLE_MAIN: u32 = RouteHeader::RT_TABLE_MAIN as u32;
+/// RT_TABLE_LOCAL: the kernel's own routes to the node's addresses and broadcasts.
+pub const RT_TABLE_LOCAL: u32 = libc::RT_TABLE_LOCAL as u32;
+
 /// One unicast route of `ip route show table all`, with what tells routes apart (table, metric)
 /// and who made it (protocol: 2 kernel, 3 boot, 4 static, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteInfo {
     pub dst: IpNetwork,
+    /// The gateway; a multipath route's first next hop's, as `/proc/net/route` shows it.
     pub gw: Option<IpAddr>,
-    /// The output link; None for multipath routes.
+    /// The output link; a multipath route's first next hop's.
     pub oif: Option<u32>,
+    /// Whether the route has several next hops (RTA_MULTIPATH), of which `gw` and `oif` show
+    /// only the first.
+    pub multipath: bool,
     pub table: u32,
     /// RTA_PRIORITY; None when the kernel gave none (IPv4 metric 0).
     pub metric: Option<u32>,
@@ -70,7 +83,7 @@ impl Netlink {
             (None, Some(_)) => RouteScope::Universe,
             (None, None) => RouteScope::Link,
         };
-        let table = route.table.unwrap_or(u32::from(RouteHeader::RT_TABLE_MAIN));
+        let table = route.table.unwrap_or(RT_TABLE_MAIN);
         // Tables above 255 only fit the attribute.
         msg.header.table = u8::try_from(table).unwrap_or(RouteHeader::RT_TABLE_UNSPEC);
         msg.attributes.push(RouteAttribute::Table(table));
@@ -133,8 +146,9 @@ impl Netlink {
                 continue;
             }
             let route = route_info(&msg)?;
-            // Older kernels ignore the filter.
-            if route.oif != Some(index) {
+            // Older kernels ignore the filter; a multipath route, which the filter lets through
+            // for any of its links, is no one link's.
+            if route.multipath || route.oif != Some(index) {
                 continue;
             }
             routes.push(RouteEntry {
@@ -151,22 +165,32 @@ impl Netlink {
     /// `ip route show table all` (IPv4 and IPv6): every unicast route of the namespace, in
     /// every table.
     pub fn route_list_all(&self) -> Result<Vec<RouteInfo>> {
+        let mut routes = self.route_list_family(false)?;
+        routes.extend(self.route_list_family(true)?);
+        Ok(routes)
+    }
+
+    /// `ip -4 route show table all`, or `ip -6` with `ipv6`: every unicast route of one family,
+    /// in every table. The kernel filters by the request's family.
+    pub fn route_list_family(&self, ipv6: bool) -> Result<Vec<RouteInfo>> {
+        let mut req = RouteMessage::default();
+        req.header.address_family = if ipv6 {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
+        let replies = self
+            .dump(RouteNetlinkMessage::GetRoute(req))
+            .map_err(|e| Error::wrap("ip route show table all", e))?;
         let mut routes = Vec::new();
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
-            let mut req = RouteMessage::default();
-            req.header.address_family = family;
-            let replies = self
-                .dump(RouteNetlinkMessage::GetRoute(req))
-                .map_err(|e| Error::wrap("ip route show table all", e))?;
-            for reply in replies {
-                let RouteNetlinkMessage::NewRoute(msg) = reply else {
-                    continue;
-                };
-                if msg.header.kind != RouteType::Unicast {
-                    continue;
-                }
-                routes.push(route_info(&msg)?);
+        for reply in replies {
+            let RouteNetlinkMessage::NewRoute(msg) = reply else {
+                continue;
+            };
+            if msg.header.kind != RouteType::Unicast {
+                continue;
             }
+            routes.push(route_info(&msg)?);
         }
         Ok(routes)
     }
@@ -207,12 +231,14 @@ fn route_info(msg: &RouteMessage) -> Result<RouteInfo> {
             .map_err(|e| Error::system(format!("route from the kernel: {e}")))?,
         gw: None,
         oif: None,
+        multipath: false,
         table: u32::from(msg.header.table),
         metric: None,
         protocol: u8::from(msg.header.protocol),
         scope: u8::from(msg.header.scope),
     };
     let mut dst = None;
+    let mut first_hop = None;
     for attr in &msg.attributes {
         match attr {
             RouteAttribute::Oif(i) => info.oif = Some(*i),
@@ -220,8 +246,18 @@ fn route_info(msg: &RouteMessage) -> Result<RouteInfo> {
             RouteAttribute::Gateway(a) => info.gw = route_ip(a),
             RouteAttribute::Table(t) => info.table = *t,
             RouteAttribute::Priority(p) => info.metric = Some(*p),
+            RouteAttribute::MultiPath(hops) => first_hop = hops.first(),
             _ => {}
         }
+    }
+    // A multipath route carries its gateways and links in its next hops only.
+    if let (Some(hop), None, None) = (first_hop, info.gw, info.oif) {
+        info.multipath = true;
+        info.oif = Some(hop.interface_index);
+        info.gw = hop.attributes.iter().find_map(|a| match a {
+            RouteAttribute::Gateway(a) => route_ip(a),
+            _ => None,
+        });
     }
     let ip = dst.unwrap_or(info.dst.ip());
     info.dst = IpNetwork::new(ip, msg.header.destination_prefix_length)

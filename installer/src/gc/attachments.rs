@@ -27,22 +27,26 @@
 //! that asked for it is gone from the API, and the kubelet is tearing its sandbox down.
 //!
 //! **Collection is deferred, whole, rather than racing or guessing:**
-//! - when a pod that may be starting has no live sandbox: not terminal, not on the host
-//!   network. The caller takes the GC lock (new ADDs wait for it; it waits for the ADDs
-//!   already running), lists the sandboxes, then the pods. containerd lists a sandbox only
-//!   once its ADD has returned, so an attachment whose ADD ended just before the lock may
+//! - when a pod that may be starting has no ready sandbox: not terminal, not being deleted,
+//!   not on the host network. The caller takes the GC lock (new ADDs wait for it; it waits for
+//!   the ADDs already running), lists the sandboxes, then the pods. containerd lists a sandbox
+//!   only once its ADD has returned, so an attachment whose ADD ended just before the lock may
 //!   belong to no listed sandbox; but its pod existed before that ADD began, so the pod list,
-//!   taken later, holds it without a sandbox, and the collection waits. Multus runs its
-//!   delegates one after the other, each ADD taking the lock for itself, so a collection may
-//!   fall between two of them: the same pod defers it;
-//! - when the `networks` or `network-status` annotation of a pod that has, or may get, a live
+//!   taken later, holds it without a ready sandbox, and the collection waits. A stopped
+//!   sandbox does not count: after a reboot the runtime lists the pod's sandboxes of before,
+//!   and its new one may be the unlisted one. Multus runs its delegates one after the other,
+//!   each ADD taking the lock for itself, so a collection may fall between two of them: the
+//!   same pod defers it;
+//! - when the `networks` or `network-status` annotation of a pod that has, or may get, a ready
 //!   sandbox does not parse: its interface names cannot be known.
 //!
-//! A pod that has had no sandbox for longer than the agent waits (`stuck`, see
+//! A pod being deleted gets no new sandbox, so without a ready one it defers nothing, as a
+//! terminal pod (Kubernetes 1.20 keeps such a pod in phase Running while its sandbox is
+//! stopped). A pod that has had no ready sandbox for longer than the agent waits (`stuck`, see
 //! `round::Patience`) no longer defers: its sandbox keeps failing to be made (a broken
 //! network config, a node out of addresses, which the collection may be what frees), and the
 //! runtime undoes each failed attempt itself. Waiting for it would hold every other leak of
-//! the node for as long as it fails.
+//! the node for as long as it fails. The stopped sandboxes of either are still kept.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -83,11 +87,13 @@ pub struct PodInfo {
     pub host_network: bool,
     /// Phase Succeeded or Failed.
     pub terminal: bool,
+    /// Being deleted (its deletionTimestamp is set): the kubelet makes it no new sandbox.
+    pub deleting: bool,
     /// Annotation `k8s.v1.cni.cncf.io/networks`.
     pub networks: Option<String>,
     /// Annotation `k8s.v1.cni.cncf.io/network-status`.
     pub network_status: Option<String>,
-    /// Has had no sandbox for longer than the agent waits for one: it no longer defers.
+    /// Has had no ready sandbox for longer than the agent waits for one: it no longer defers.
     pub stuck: bool,
 }
 
@@ -112,7 +118,8 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
     let mut read = Vec::with_capacity(pods.len());
     for (pod, &started) in pods.iter().zip(&started) {
         let ifnames = pod_ifnames(pod);
-        let matters = !pod.host_network && (started || !(pod.terminal || pod.stuck));
+        let matters =
+            !pod.host_network && (started || !(pod.terminal || pod.deleting || pod.stuck));
         if matters {
             let defer = |why: String| Plan::Defer {
                 uid: pod.uid.clone(),
@@ -123,7 +130,7 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
             }
             if !started {
                 return defer(format!(
-                    "pod {}/{} (uid {}) has no sandbox yet: it may be starting",
+                    "pod {}/{} (uid {}) has no ready sandbox yet: it may be starting",
                     pod.namespace, pod.name, pod.uid
                 ));
             }
@@ -152,16 +159,13 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
     )
 }
 
-/// For each sandbox, the index of its pod: by uid, else by namespace and name. The fallback
-/// also pairs a pod recreated under the same name (a StatefulSet's, after a force delete) with
-/// its predecessor's sandbox while that one still runs, so the new pod does not defer.
-/// The uids of the pods that may be starting and have no live sandbox: not on the host network,
-/// not terminal.
+/// The uids of the pods that may be starting and have no ready sandbox: not on the host
+/// network, not terminal, not being deleted.
 pub fn without_sandbox(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> BTreeSet<String> {
     let started = started(sandboxes, &match_pods(sandboxes, pods), pods.len());
     pods.iter()
         .zip(started)
-        .filter(|(pod, started)| !started && !pod.host_network && !pod.terminal)
+        .filter(|(pod, started)| !started && !pod.host_network && !pod.terminal && !pod.deleting)
         .map(|(pod, _)| pod.uid.clone())
         .collect()
 }
@@ -179,6 +183,9 @@ fn started(sandboxes: &[LiveSandbox], pod_of: &[Option<usize>], pods: usize) -> 
     started
 }
 
+/// For each sandbox, the index of its pod: by uid, else by namespace and name. The fallback
+/// also pairs a pod recreated under the same name (a StatefulSet's, after a force delete) with
+/// its predecessor's sandbox while that one still runs, so the new pod does not defer.
 fn match_pods(sandboxes: &[LiveSandbox], pods: &[PodInfo]) -> Vec<Option<usize>> {
     let mut by_uid = HashMap::new();
     let mut by_name = HashMap::new();
@@ -605,10 +612,7 @@ mod tests {
     fn a_pod_whose_only_sandbox_is_stopped_defers_collection_and_the_stopped_one_is_kept() {
         // After a reboot the runtime lists the pod's sandbox of before, stopped; the new one's
         // ADD may have ended just before the lock, unlisted yet.
-        let old = LiveSandbox {
-            ready: false,
-            ..sandbox("s-old", "u1", "ns", "web")
-        };
+        let old = stopped("s-old", "u1", "ns", "web");
         let why = deferred(plan(
             std::slice::from_ref(&old),
             &[pod("u1", "ns", "web")],
@@ -625,6 +629,44 @@ mod tests {
             &[nad("blue", "blue-nad")],
         ));
         assert!(keeps(&keep, "blue", "s-old", "eth0") && keeps(&keep, "blue", "s-new", "eth0"));
+    }
+
+    fn stopped(id: &str, uid: &str, namespace: &str, name: &str) -> LiveSandbox {
+        LiveSandbox {
+            ready: false,
+            ..sandbox(id, uid, namespace, name)
+        }
+    }
+
+    #[test]
+    fn a_deleting_pod_whose_only_sandbox_is_stopped_does_not_defer_and_its_sandbox_is_kept() {
+        let mut leaving = with_networks(pod("u1", "ns", "web"), "blue-nad@blue0");
+        leaving.deleting = true;
+        let keep = collected(plan(
+            &[stopped("s-old", "u1", "ns", "web")],
+            &[leaving],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(keeps(&keep, "blue", "s-old", "eth0"));
+        assert!(keeps(&keep, "blue", "s-old", "blue0"));
+    }
+
+    #[test]
+    fn a_stuck_pod_whose_sandboxes_are_all_stopped_does_not_defer_and_they_are_kept() {
+        let mut failing = with_networks(pod("u1", "ns", "web"), "blue-nad@blue0");
+        failing.stuck = true;
+        let keep = collected(plan(
+            &[
+                stopped("s-old", "u1", "ns", "web"),
+                stopped("s-older", "u1", "ns", "web"),
+            ],
+            &[failing],
+            &[nad("blue", "blue-nad")],
+        ));
+        for id in ["s-old", "s-older"] {
+            assert!(keeps(&keep, "blue", id, "eth0"), "{id}");
+            assert!(keeps(&keep, "blue", id, "blue0"), "{id}");
+        }
     }
 
     #[test]
@@ -645,13 +687,19 @@ mod tests {
         host.host_network = true;
         let mut done = pod("u4", "ns", "done");
         done.terminal = true;
+        let mut leaving = pod("u5", "ns", "leaving");
+        leaving.deleting = true;
         let waiting = without_sandbox(
-            &[sandbox("s1", "u1", "ns", "web")],
+            &[
+                sandbox("s1", "u1", "ns", "web"),
+                stopped("s5", "u5", "ns", "leaving"),
+            ],
             &[
                 pod("u1", "ns", "web"),
                 pod("u2", "ns", "starting"),
                 host,
                 done,
+                leaving,
             ],
         );
         assert_eq!(waiting, BTreeSet::from(["u2".to_string()]));

@@ -26,12 +26,12 @@ use crate::record::Record;
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// How long the runtime may take to list its sandboxes.
 const CRI_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a pod without a sandbox holds the collection back. The runtime makes a sandbox in
+/// How long a pod without a ready sandbox holds the collection back. The runtime makes a sandbox in
 /// seconds; one that still has none after this keeps failing (the kubelet retries with
 /// backoff, and the runtime undoes each failed attempt).
 pub const PATIENCE: Duration = Duration::from_secs(10 * 60);
 
-/// Since when each pod has been seen without a sandbox, across rounds.
+/// Since when each pod has been seen without a ready sandbox, across rounds.
 #[derive(Debug)]
 pub struct Patience {
     limit: Duration,
@@ -46,7 +46,7 @@ impl Patience {
         }
     }
 
-    /// `waiting` are the pods without a sandbox now: their clocks start or go on, every other
+    /// `waiting` are the pods without a ready sandbox now: their clocks start or go on, every other
     /// pod's stops. Then the pods that have waited for the whole limit are marked stuck.
     fn observe(&mut self, pods: &mut [PodInfo], waiting: &BTreeSet<String>, now: Instant) {
         self.since.retain(|uid, _| waiting.contains(uid));
@@ -145,7 +145,7 @@ pub async fn collect_garbage(
     patience.observe(&mut pods, &waiting, Instant::now());
     for pod in pods.iter().filter(|p| p.stuck) {
         warn!(
-            "pod {}/{} has had no sandbox for over {:?}: not waiting for it",
+            "pod {}/{} has had no ready sandbox for over {:?}: not waiting for it",
             pod.namespace, pod.name, patience.limit
         );
     }
@@ -232,6 +232,7 @@ fn pod_info(pod: &Pod) -> PodInfo {
             .and_then(|s| s.host_network)
             .unwrap_or(false),
         terminal: matches!(phase, Some("Succeeded" | "Failed")),
+        deleting: meta.deletion_timestamp.is_some(),
         networks: annotation("k8s.v1.cni.cncf.io/networks"),
         network_status: annotation("k8s.v1.cni.cncf.io/network-status"),
         stuck: false,
@@ -337,6 +338,24 @@ mod tests {
         );
         patience.observe(&mut pods, &a, start + Duration::from_secs(700));
         assert!(!pods[0].stuck);
+    }
+
+    fn pod_from(value: serde_json::Value) -> Pod {
+        serde_json::from_value(value).expect("a pod")
+    }
+
+    #[test]
+    fn a_pod_with_a_deletion_timestamp_is_deleting_whatever_its_phase() {
+        let leaving = pod_from(serde_json::json!({
+            "metadata": {"name": "web", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Running"}
+        }));
+        assert!(pod_info(&leaving).deleting);
+        let running = pod_from(serde_json::json!({
+            "metadata": {"name": "web"},
+            "status": {"phase": "Running"}
+        }));
+        assert!(!pod_info(&running).deleting);
     }
 
     #[test]

@@ -10,13 +10,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use cni_common::netlink::{Netlink, RouteInfo};
+use cni_common::netlink::{Netlink, RouteInfo, RT_TABLE_MAIN};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::Client;
-
-/// RT_TABLE_MAIN.
-const MAIN_TABLE: u32 = 254;
+use tracing::warn;
 
 /// Upstream's probe timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -73,20 +71,35 @@ pub async fn before(probes: &[Probe]) -> Plan {
     let mut kept: Vec<Probe> = probes.to_vec();
     let mut gateway = None;
     if probes.contains(&Probe::Gateway) {
-        gateway = default_gateway();
-        let answered = match gateway {
-            Some(gw) => tokio::task::spawn_blocking(move || ping(gw, ATTEMPT).is_ok())
-                .await
-                .unwrap_or(false),
-            None => false,
-        };
-        if !answered {
-            kept.retain(|p| *p != Probe::Gateway);
+        match answering_gateway().await {
+            Ok(gw) => gateway = Some(gw),
+            Err(why) => {
+                warn!("probe {} dropped: {why}", Probe::Gateway);
+                kept.retain(|p| *p != Probe::Gateway);
+            }
         }
     }
     Plan {
         probes: kept,
         gateway,
+    }
+}
+
+/// The default gateway if it answers an echo now; otherwise why the gateway probe is dropped.
+async fn answering_gateway() -> Result<Ipv4Addr, String> {
+    let gw = match default_gateway() {
+        Ok(Some(gw)) => gw,
+        Ok(None) => {
+            return Err("no IPv4 default route through a gateway in the main table".to_string())
+        }
+        Err(e) => return Err(format!("the node's routes could not be read: {e}")),
+    };
+    match tokio::task::spawn_blocking(move || ping(gw, ATTEMPT)).await {
+        Ok(Ok(())) => Ok(gw),
+        Ok(Err(e)) => Err(format!(
+            "the default gateway {gw} does not answer an echo: {e}"
+        )),
+        Err(e) => Err(format!("pinging the default gateway {gw}: {e}")),
     }
 }
 
@@ -157,16 +170,17 @@ impl Plan {
 }
 
 /// The IPv4 default route's gateway in the main table (`ip route show default`), in this
-/// process's network namespace: the node's, since the handler runs on the host network.
-pub fn default_gateway() -> Option<Ipv4Addr> {
-    let routes = Netlink::current().ok()?.route_list_all().ok()?;
-    gateway_of(&routes)
+/// process's network namespace: the node's, since the handler runs on the host network. None
+/// when there is no such route or it has no gateway.
+pub fn default_gateway() -> cni_common::Result<Option<Ipv4Addr>> {
+    let routes = Netlink::current()?.route_list_family(false)?;
+    Ok(gateway_of(&routes))
 }
 
 fn gateway_of(routes: &[RouteInfo]) -> Option<Ipv4Addr> {
     routes
         .iter()
-        .filter(|r| r.table == MAIN_TABLE && r.dst.prefix() == 0)
+        .filter(|r| r.table == RT_TABLE_MAIN && r.dst.prefix() == 0)
         .find_map(|r| match r.gw {
             Some(IpAddr::V4(gw)) => Some(gw),
             _ => None,
@@ -306,6 +320,7 @@ mod tests {
             dst: dst.parse().expect("network"),
             gw: gw.map(|g| g.parse().expect("address")),
             oif: Some(2),
+            multipath: false,
             table,
             metric: None,
             protocol: 3,
@@ -316,10 +331,10 @@ mod tests {
     #[test]
     fn the_default_gateway_is_the_main_tables_ipv4_default_route() {
         let routes = [
-            route("172.31.255.0/24", None, MAIN_TABLE),
+            route("172.31.255.0/24", None, RT_TABLE_MAIN),
             route("0.0.0.0/0", Some("10.0.0.9"), 100),
-            route("::/0", Some("fe80::1"), MAIN_TABLE),
-            route("0.0.0.0/0", Some("172.31.255.1"), MAIN_TABLE),
+            route("::/0", Some("fe80::1"), RT_TABLE_MAIN),
+            route("0.0.0.0/0", Some("172.31.255.1"), RT_TABLE_MAIN),
         ];
         assert_eq!(gateway_of(&routes), Some(Ipv4Addr::new(172, 31, 255, 1)));
     }
@@ -327,7 +342,7 @@ mod tests {
     #[test]
     fn no_default_route_is_no_gateway() {
         assert_eq!(
-            gateway_of(&[route("172.31.255.0/24", None, MAIN_TABLE)]),
+            gateway_of(&[route("172.31.255.0/24", None, RT_TABLE_MAIN)]),
             None
         );
     }
