@@ -65,30 +65,38 @@ pub fn take_over_fields(
 ) -> Option<Vec<ManagedFieldsEntry>> {
     let api_version = rendered["apiVersion"].as_str()?;
     let subresource = subresource.unwrap_or_default();
-    let here = |e: &ManagedFieldsEntry| e.subresource.as_deref().unwrap_or_default() == subresource;
     let ours = |e: &ManagedFieldsEntry| {
-        here(e) && e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some(APPLY)
+        e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some(APPLY)
     };
-    let author = |e: &ManagedFieldsEntry| {
-        !ours(e)
-            && here(e)
-            && e.api_version.as_deref() == Some(api_version)
-            && e.fields_v1
-                .as_ref()
-                .is_some_and(|f| sets_any(&f.0, rendered))
+    let author = |e: &ManagedFieldsEntry, fields: &Value| {
+        !ours(e) && e.api_version.as_deref() == Some(api_version) && sets_any(fields, rendered)
     };
-    if !managed.iter().any(author) {
+    let taken = |e: &ManagedFieldsEntry| {
+        let (fields, _) = in_scope(e, subresource)?;
+        (author(e, &fields) || (ours(e) && e.api_version.as_deref() == Some(api_version)))
+            .then_some(())
+    };
+    if !managed
+        .iter()
+        .any(|e| in_scope(e, subresource).is_some_and(|(f, _)| author(e, &f)))
+    {
         return None;
     }
     let mut fields = Value::Object(Map::new());
     let mut kept = Vec::new();
     for entry in managed {
-        if author(entry) || (ours(entry) && entry.api_version.as_deref() == Some(api_version)) {
-            if let Some(f) = &entry.fields_v1 {
-                union(&mut fields, &f.0);
+        match (taken(entry), in_scope(entry, subresource)) {
+            (Some(()), Some((taken_fields, rest))) => {
+                union(&mut fields, &taken_fields);
+                // What an old API server recorded with it outside the subresource stays its.
+                if let Some(rest) = rest {
+                    kept.push(ManagedFieldsEntry {
+                        fields_v1: Some(FieldsV1(rest)),
+                        ..entry.clone()
+                    });
+                }
             }
-        } else {
-            kept.push(entry.clone());
+            _ => kept.push(entry.clone()),
         }
     }
     kept.push(ManagedFieldsEntry {
@@ -101,6 +109,24 @@ pub fn take_over_fields(
         time: None,
     });
     Some(kept)
+}
+
+/// The fields of `entry` in `subresource` (`""`: the object itself), and those it holds outside
+/// it; `None` when it holds none there. An API server older than 1.22 records a write of the
+/// status in an entry with no subresource, beside what the same manager wrote of the object: of
+/// such an entry, only `f:status` is in the status.
+fn in_scope(entry: &ManagedFieldsEntry, subresource: &str) -> Option<(Value, Option<Value>)> {
+    let fields = &entry.fields_v1.as_ref()?.0;
+    match entry.subresource.as_deref().unwrap_or_default() {
+        s if s == subresource => Some((fields.clone(), None)),
+        "" if subresource == "status" => {
+            let mut rest = fields.as_object()?.clone();
+            let status = rest.remove("f:status")?;
+            let rest = (!rest.is_empty()).then_some(Value::Object(rest));
+            Some((json!({ "f:status": status }), rest))
+        }
+        _ => None,
+    }
 }
 
 /// Whether the field set `fields` (managedFields' `fieldsV1`) holds a field `rendered` sets.
@@ -347,6 +373,36 @@ mod tests {
             .0
             .to_string()
             .contains("f:notDeployed"));
+    }
+
+    #[test]
+    fn an_old_api_servers_status_entry_gives_up_only_its_status() {
+        // Before 1.22 a write of the status is recorded with no subresource, in the same entry
+        // as the manager's writes of the object.
+        let writer = entry(
+            "cluster-network-addons-operator",
+            "Update",
+            json!({"f:metadata": {"f:annotations": {"f:a": {}}},
+                   "f:status": {"f:conditions": {}, "f:notDeployed": {}}}),
+        );
+        let body = json!({"apiVersion": "apps/v1", "status": {"conditions": []}});
+        let out = take_over_fields(&[writer], &body, "network-addons-operator", Some("status"))
+            .expect("taken over");
+        assert_eq!(
+            managers(&out),
+            [
+                ("cluster-network-addons-operator".into(), "Update".into()),
+                ("network-addons-operator".into(), "Apply".into()),
+            ]
+        );
+        assert_eq!(
+            out[0].fields_v1.as_ref().expect("fields").0,
+            json!({"f:metadata": {"f:annotations": {"f:a": {}}}})
+        );
+        assert_eq!(
+            out[1].fields_v1.as_ref().expect("fields").0,
+            json!({"f:status": {"f:conditions": {}, "f:notDeployed": {}}})
+        );
     }
 
     /// A webhook configuration as we render it: one webhook, its service, no CA.
