@@ -431,6 +431,34 @@ impl Ctx {
             .with_context(|| format!("no pod of daemonset {daemonset} on {node}"))
     }
 
+    /// Waits until the pod template of DaemonSet `daemonset` lists `toleration` (`listed`) or
+    /// no longer lists it, as the operator applies a placement change; returns the DaemonSet.
+    /// The toleration is compared whole: the node agents' default one has `operator: Exists`
+    /// too.
+    pub fn wait_toleration(
+        &self,
+        daemonset: &str,
+        toleration: &Value,
+        listed: bool,
+    ) -> Result<Value> {
+        let what = if listed {
+            "to tolerate"
+        } else {
+            "no longer to tolerate"
+        };
+        wait_for(
+            &format!("daemonset {daemonset} {what} {toleration}"),
+            Duration::from_secs(90),
+            || {
+                let ds = self.get(&["get", "daemonset", daemonset, "-n", NAMESPACE])?;
+                let now = ds["spec"]["template"]["spec"]["tolerations"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(toleration));
+                Ok((now == listed).then_some(ds))
+            },
+        )
+    }
+
     /// Waits for the object to exist, then `kubectl rollout status`.
     pub fn wait_rollout(&self, kind: &str, name: &str) -> Result<()> {
         wait_for(

@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use serde_json::json;
 
 use kube_tier::daemon::wait_for;
 
+use super::cnao::identity;
 use super::operator::{owned_objects, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::{check, fail, nac_condition, Ctx, NAMESPACE};
 
@@ -274,30 +276,20 @@ pub fn second_field_manager(ctx: &mut Ctx) -> Result<()> {
     )?;
     // A change of the config makes the operator apply the DaemonSet again.
     ctx.apply_nac("linuxBridge: {}\nplacementConfiguration:\n  workloads:\n    tolerations:\n    - operator: Exists\n")?;
-    wait_for(
-        "the operator's apply of the new tolerations",
-        Duration::from_secs(90),
-        || {
-            let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
-            Ok(ds["spec"]["template"]["spec"]["tolerations"]
-                .to_string()
-                .contains("Exists")
-                .then_some(ds))
-        },
-    )
-    .and_then(|ds| {
-        let kept = ds["metadata"]["annotations"]["example.com/owner"] == "other-controller";
-        let managers: Vec<String> = ds["metadata"]["managedFields"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m["manager"].as_str().map(str::to_string))
-            .collect();
-        check(kept, || "the other manager's annotation is gone".into())?;
-        check(managers.iter().any(|m| m == "other-controller"), || {
-            format!("managers: {managers:?}")
-        })
-    })?;
+    ctx.wait_toleration(LINUX_BRIDGE_DS, &json!({"operator": "Exists"}), true)
+        .and_then(|ds| {
+            let kept = ds["metadata"]["annotations"]["example.com/owner"] == "other-controller";
+            let managers: Vec<String> = ds["metadata"]["managedFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["manager"].as_str().map(str::to_string))
+                .collect();
+            check(kept, || "the other manager's annotation is gone".into())?;
+            check(managers.iter().any(|m| m == "other-controller"), || {
+                format!("managers: {managers:?}")
+            })
+        })?;
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.wait_nac("Available", "True", Duration::from_secs(180))
         .map(drop)
@@ -327,8 +319,13 @@ pub fn takeover(ctx: &mut Ctx) -> Result<()> {
         ],
         &cnao_daemon_set(kube_tier::image::BUSYBOX_IMAGE),
     )?;
+    let (created, _) = identity(ctx, "daemonset", LINUX_BRIDGE_DS)?;
     ctx.apply_nac("linuxBridge: {}\n")?;
     ctx.kubectl_wait("Available", "240s")?;
+    let (kept, _) = identity(ctx, "daemonset", LINUX_BRIDGE_DS)?;
+    check(!created.is_empty() && kept == created, || {
+        format!("the DaemonSet was re-created, not taken over: uid {created} -> {kept}")
+    })?;
     let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
     let text = ds.to_string();
     check(

@@ -19,7 +19,7 @@ use serde_json::Value;
 use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
 
-use super::operator::{reset, LINUX_BRIDGE_DS};
+use super::operator::{reset, APPLIED_RECORD, LINUX_BRIDGE_DS};
 use super::pods::{churn_pods, create_pod, wait_pod_ip};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
@@ -27,7 +27,6 @@ use crate::{check, Ctx, NAMESPACE, OPERATOR};
 const BINARIES: [&str; 4] = ["bridge", "tuning", "cnv-bridge", "cnv-tuning"];
 /// CNAO's version, on its objects' version label.
 const CNAO_VERSION: &str = "0.103.0";
-const APPLIED: &str = "cluster-networks-addons-operator-applied-cluster";
 /// CNAO's ServiceAccount that ours renders too, and the pod that holds its token.
 const MARKER_SA: &str = "bridge-marker";
 const TOKEN_POD: &str = "token-user";
@@ -101,14 +100,14 @@ fn cnao_objects(owner: &Value) -> String {
     ));
     out.push_str(&format!(
         "---\napiVersion: v1\nkind: ConfigMap\n{}data:\n  applied: '{{\"linuxBridge\":{{}},\"imagePullPolicy\":\"IfNotPresent\"}}'\n",
-        cnao_meta(APPLIED, true, owner)
+        cnao_meta(APPLIED_RECORD, true, owner)
     ));
     out
 }
 
 /// A pod with CNAO's ServiceAccount that asks the API server for `/api` with its token five
 /// times a second and prints `<unix seconds> <HTTP status>` for each call: 401 once the token is
-/// refused.
+/// refused, `none` when no HTTP answer came.
 fn token_pod() -> String {
     let script = "t=/var/run/secrets/kubernetes.io/serviceaccount/token; while true; do \
          s=$(wget -S -q -O /dev/null --no-check-certificate --header \"Authorization: Bearer $(cat $t)\" \
@@ -134,7 +133,7 @@ fn token_calls(ctx: &Ctx) -> Result<Vec<(u64, String)>> {
 }
 
 /// The uid (and the ClusterIP, for a Service) of one of CNAO's objects.
-fn identity(ctx: &Ctx, kind: &str, name: &str) -> Result<(String, String)> {
+pub fn identity(ctx: &Ctx, kind: &str, name: &str) -> Result<(String, String)> {
     let o = ctx.get(&["get", kind, name, "-n", NAMESPACE])?;
     Ok((
         o["metadata"]["uid"]
@@ -173,11 +172,101 @@ fn unusable(ctx: &Ctx, name: &str) -> Option<String> {
 
 pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     let ctx: &Ctx = ctx;
+    let outcome = switch_from_cnao(ctx);
+    // Whatever the outcome, the next scenarios find neither pod and the operator's two
+    // replicas. Deleting the pod made on CNAO's plugins runs a DEL (ours, after the switch):
+    // one that does not finish fails the test.
+    let cleaned = [
+        ctx.kubectl(&[
+            "delete",
+            "pod",
+            "-n",
+            NAMESPACE,
+            TOKEN_POD,
+            "--ignore-not-found",
+            "--wait=false",
+        ])
+        .map(drop),
+        ctx.kubectl(&[
+            "delete",
+            "pod",
+            "-n",
+            "default",
+            BEFORE_SWITCH,
+            "--ignore-not-found",
+            "--timeout=120s",
+        ])
+        .map(drop),
+        ctx.scale_operator(2),
+    ]
+    .into_iter()
+    .collect::<Result<()>>();
+    if let (Err(_), Err(e)) = (&outcome, &cleaned) {
+        println!("    cleanup after the failure: {e:#}");
+    }
+    outcome.and(cleaned)
+}
+
+/// The status as CNAO's operator writes it (an update of the status subresource, by its own
+/// field manager), with a field ours never writes (`notDeployed` when everything is deployed).
+fn write_cnao_status(ctx: &Ctx, nac: &Value) -> Result<()> {
+    let mut nac = nac.clone();
+    // Of no generation: the Available it says must not pass for ours.
+    nac["status"] = serde_json::json!({
+        "observedGeneration": 0,
+        "observedVersion": CNAO_VERSION,
+        "conditions": [{"type": "Available", "status": "True", "reason": "AsExpected",
+                        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "notDeployed": [{"component": "written-by-cnao", "reason": "CnaoOnly"}],
+    });
+    let uri = format!(
+        "/apis/networkaddonsoperator.network.kubevirt.io/v1/networkaddonsconfigs/cluster/status\
+         ?fieldManager={CNAO_MANAGER}"
+    );
+    ctx.cluster
+        .kubectl_stdin(&["replace", "--raw", &uri, "-f", "-"], &nac.to_string())
+        .map(drop)
+}
+
+/// CNAO's field manager (its binary's name).
+const CNAO_MANAGER: &str = "cluster-network-addons-operator";
+
+/// The status CNAO wrote is ours now, without what only CNAO wrote: the operator took it over
+/// (a patch of the config's managedFields, which its RBAC allows) and applied its own.
+fn cnao_status_taken_over(ctx: &Ctx) -> Result<()> {
+    let nac = ctx.nac()?;
+    let status_managers: Vec<&str> = nac["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        // Kubernetes 1.20 records a status write with no subresource: the entry's fields say.
+        .filter(|e| !e["fieldsV1"]["f:status"].is_null())
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    println!("    the config's status managers after the switch: {status_managers:?}");
+    check(!status_managers.contains(&CNAO_MANAGER), || {
+        format!("CNAO still manages the status: {status_managers:?}")
+    })?;
+    check(nac["status"]["notDeployed"].is_null(), || {
+        format!(
+            "CNAO's notDeployed stayed: {}",
+            nac["status"]["notDeployed"]
+        )
+    })
+}
+
+/// A pod on CNAO's plugins, deleted only after the switch: its DEL runs ours.
+const BEFORE_SWITCH: &str = "before-switch";
+
+fn switch_from_cnao(ctx: &Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
     // CNAO's operator is gone; its config and operands stay.
     ctx.scale_operator(0)?;
-    wait_for("no operator pod", Duration::from_secs(60), || {
+    // Kubelet 1.20.2 can leave a stopped pod Terminating until its next garbage collection of
+    // sandboxes, a minute later (kubernetes/kubernetes#97288): wait past two of them.
+    wait_for("no operator pod", Duration::from_secs(180), || {
         let pods = ctx.kubectl(&[
             "get",
             "pods",
@@ -193,6 +282,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: IfNotPresent\n")?;
     let nac = ctx.nac()?;
     ctx.apply(&cnao_objects(&nac))?;
+    write_cnao_status(ctx, &nac)?;
     ctx.kubectl(&[
         "rollout",
         "status",
@@ -206,9 +296,8 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     check(link.ends_with("cnv-bridge"), || {
         format!("bridge -> {}", link.display())
     })?;
-    // A pod on CNAO's plugins, deleted only after the switch: its DEL runs ours.
-    create_pod(ctx, "before-switch")?;
-    wait_pod_ip(ctx, "before-switch")?;
+    create_pod(ctx, BEFORE_SWITCH)?;
+    wait_pod_ip(ctx, BEFORE_SWITCH)?;
     ctx.apply(&token_pod())?;
     wait_for(
         "the token pod's first calls",
@@ -246,7 +335,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         let churn = s.spawn(|| churn_pods(ctx, "switch", ctx.node01().name(), 20, &stop));
         let switch = (|| -> Result<()> {
             ctx.scale_operator(2)?;
-            ctx.kubectl_wait("Available", "240s")?;
+            ctx.wait_nac("Available", "True", Duration::from_secs(240))?;
             ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)
         })();
         stop.store(true, Ordering::Relaxed);
@@ -260,6 +349,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         Ok((checks, pods))
     })?;
     let switch_ended = unix_now();
+    cnao_status_taken_over(ctx)?;
     let gaps = gaps.into_inner().unwrap_or_default();
     println!(
         "    {checks} checks of {BINARIES:?} over {:.1} s, {pods} pods created during the switch, {} gaps",
@@ -296,23 +386,36 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     let calls = token_calls(ctx)?;
     let account_after = identity(ctx, "serviceaccount", MARKER_SA)?;
     let service_after = identity(ctx, "service", METRICS_SERVICE)?;
-    let (before, during, after) = calls.iter().fold((0, 0, 0), |(b, d, a), (at, _)| {
-        if *at < switch_started {
-            (b + 1, d, a)
-        } else if *at <= switch_ended {
-            (b, d + 1, a)
+    // Only the API server's 401 or 403 refuses the token. A call with no HTTP answer (`none`:
+    // the connection failed or timed out) says nothing of the token: it is reported, not failed
+    // on.
+    let period = |at: u64| {
+        if at < switch_started {
+            0
+        } else if at <= switch_ended {
+            1
         } else {
-            (b, d, a + 1)
+            2
         }
-    });
-    let refused: Vec<String> = calls
-        .iter()
-        .filter(|(_, code)| code != "200")
-        .map(|(at, code)| format!("{at}: {code}"))
-        .collect();
+    };
+    let mut accepted = [0usize; 3];
+    let (mut refused, mut other) = (Vec::new(), Vec::new());
+    let (mut unanswered, mut in_a_row, mut most_in_a_row) = (0, 0, 0);
+    for (at, code) in &calls {
+        in_a_row = if code == "none" { in_a_row + 1 } else { 0 };
+        most_in_a_row = most_in_a_row.max(in_a_row);
+        match code.as_str() {
+            "200" => accepted[period(*at)] += 1,
+            "401" | "403" => refused.push(format!("{at}: {code}")),
+            "none" => unanswered += 1,
+            _ => other.push(format!("{at}: {code}")),
+        }
+    }
+    let [before, during, after] = accepted;
     println!(
-        "    token pod's API calls: {before} before, {during} during, {after} after the switch, {} not 200; \
-         ServiceAccount uid {} -> {}; Service uid {} -> {}, ClusterIP {} -> {}",
+        "    token pod's API calls: {before} accepted before, {during} during, {after} after the \
+         switch; {} refused; {unanswered} unanswered (at most {most_in_a_row} in a row); other \
+         answers {other:?}; ServiceAccount uid {} -> {}; Service uid {} -> {}, ClusterIP {} -> {}",
         refused.len(),
         account_before.0,
         account_after.0,
@@ -328,7 +431,7 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
         )
     })?;
     check(during > 0 && after > 0, || {
-        format!("the token pod made {during} calls during and {after} after the switch")
+        format!("the token pod's calls accepted: {during} during and {after} after the switch")
     })?;
     check(account_after.0 == account_before.0, || {
         "the ServiceAccount was re-created".into()
@@ -350,21 +453,11 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
             },
         )?;
     }
-    ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, TOKEN_POD, "--wait=false"])?;
-    let applied = ctx.get(&["get", "configmap", APPLIED, "-n", NAMESPACE])?;
+    let applied = ctx.get(&["get", "configmap", APPLIED_RECORD, "-n", NAMESPACE])?;
     check(
         applied["data"]["applied"]
             .to_string()
             .contains("linuxBridge"),
         || format!("applied record: {}", applied["data"]),
-    )?;
-    ctx.kubectl(&[
-        "delete",
-        "pod",
-        "-n",
-        "default",
-        "before-switch",
-        "--timeout=120s",
-    ])?;
-    Ok(())
+    )
 }

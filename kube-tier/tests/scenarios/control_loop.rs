@@ -4,11 +4,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use kube_tier::daemon::wait_for;
-
-use super::operator::{reset, LINUX_BRIDGE_DS};
+use super::operator::{reset, APPLIED_RECORD, LINUX_BRIDGE_DS};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 /// The operator's user in the audit log.
@@ -87,21 +85,17 @@ fn tolerating(key: &str) -> String {
 
 /// Waits until the operator applied [`tolerating`]`(key)` to the DaemonSet.
 fn wait_tolerating(ctx: &Ctx, key: &str) -> Result<()> {
-    wait_for(
-        &format!("the DaemonSet to tolerate {key}"),
-        Duration::from_secs(60),
-        || {
-            let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
-            Ok(ds["spec"]["template"]["spec"]["tolerations"]
-                .to_string()
-                .contains(key)
-                .then_some(()))
-        },
+    ctx.wait_toleration(
+        LINUX_BRIDGE_DS,
+        &json!({"key": key, "operator": "Exists"}),
+        true,
     )
+    .map(drop)
 }
 
 /// Idle for a minute the operator writes nothing but its Lease; a config change that rolls the
-/// linux-bridge DaemonSet applies it once, and the rest of the rollout writes only the status.
+/// linux-bridge DaemonSet applies it once, and besides the applied record and the events the
+/// rest of the rollout writes only the status.
 pub fn quiet_control_loop(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
@@ -127,15 +121,36 @@ pub fn quiet_control_loop(ctx: &mut Ctx) -> Result<()> {
     ctx.apply_nac(&tolerating("kube-tier/rollout"))?;
     wait_tolerating(ctx, "kube-tier/rollout")?;
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
-    ctx.kubectl_wait("Available", "240s")?;
+    // Available for this generation: `kubectl wait` would take the previous one's.
+    ctx.wait_nac("Available", "True", Duration::from_secs(240))?;
     std::thread::sleep(Duration::from_secs(3));
     let (rollout, leases) = without_leases(&operator_writes(ctx)?[mark..]);
-    let reconciled = reconciles(ctx, &leader)? - reconciles_before;
-    let applies: Vec<&String> = rollout
+    let reconciles_after = reconciles(ctx, &leader)?;
+    let reconciled = reconciles_after
+        .checked_sub(reconciles_before)
+        .with_context(|| {
+            format!(
+                "{leader}'s reconcile count went from {reconciles_before} to \
+                 {reconciles_after}: it restarted during the rollout"
+            )
+        })?;
+    let apply = format!("patch daemonsets {LINUX_BRIDGE_DS}");
+    let record = format!("patch configmaps {APPLIED_RECORD}");
+    let applies: Vec<&String> = rollout.iter().filter(|w| **w == apply).collect();
+    let status = rollout
         .iter()
-        .filter(|w| w.starts_with(&format!("patch daemonsets {LINUX_BRIDGE_DS}")))
+        .filter(|w| w.contains(" networkaddonsconfigs/status "))
+        .count();
+    // Besides the DaemonSet, the applied record and the events: the status only.
+    let others: Vec<&String> = rollout
+        .iter()
+        .filter(|w| {
+            **w != apply
+                && **w != record
+                && !w.contains(" events ")
+                && !w.contains(" networkaddonsconfigs/status ")
+        })
         .collect();
-    let status = rollout.iter().filter(|w| w.contains("/status ")).count();
     println!(
         "    one DaemonSet rollout ({:.0} s): {} writes (the DaemonSet applied {} time(s), {status} \
          status writes; {leases} Lease renewals besides), {reconciled} reconciles{}",
@@ -148,6 +163,12 @@ pub fn quiet_control_loop(ctx: &mut Ctx) -> Result<()> {
         format!(
             "the DaemonSet was applied {} times: {rollout:?}",
             applies.len()
+        )
+    })?;
+    check(others.is_empty(), || {
+        format!(
+            "writes during the rollout besides the DaemonSet's, the record's, the events' and \
+             the status: {others:?}"
         )
     })
 }

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
@@ -73,17 +73,18 @@ pub fn deploy_handler(ctx: &Ctx) -> Result<()> {
         ctx.apply_nac(WALKTHROUGH_SPEC)?;
     }
     // The operator may update the handlers for the new probe timeout only now: wait for the
-    // DaemonSet to carry it before its rollout counts.
-    let timeout_arg = format!("{}s", PROBE_TIMEOUT.as_secs());
+    // DaemonSet to carry it (the arguments the operator renders for a non-default timeout)
+    // before its rollout counts.
+    let args = json!(["--probe-timeout", format!("{}s", PROBE_TIMEOUT.as_secs())]);
     wait_for(
         "the handler DaemonSet to carry the probe timeout",
         Duration::from_secs(90),
         || {
             let ds = ctx.get(&["get", "daemonset", HANDLER_DS, "-n", NAMESPACE])?;
-            let args = ds["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
-            Ok(args.contains(&timeout_arg).then_some(()))
+            Ok((ds["spec"]["template"]["spec"]["containers"][0]["args"] == args).then_some(()))
         },
-    )?;
+    )
+    .with_context(|| format!("wanted the handler's args {args}"))?;
     ctx.wait_rollout("daemonset", HANDLER_DS)?;
     wait_for(
         "a handler ready on every node",

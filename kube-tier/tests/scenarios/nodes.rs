@@ -452,15 +452,7 @@ pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> R
     // could see the DaemonSets before the operator has re-rendered them.
     ctx.apply_nac(OWN_SPEC)?;
     for ds in [LINUX_BRIDGE_DS, OVS_DS] {
-        wait_for(
-            &format!("{ds} back to the default placement"),
-            Duration::from_secs(60),
-            || {
-                let obj = ctx.get(&["get", "daemonset", ds, "-n", crate::NAMESPACE])?;
-                let tolerations = obj["spec"]["template"]["spec"]["tolerations"].to_string();
-                Ok((!tolerations.contains(r#"{"operator":"Exists"}"#)).then_some(()))
-            },
-        )?;
+        ctx.wait_toleration(ds, &json!({"operator": "Exists"}), false)?;
         ctx.wait_rollout("daemonset", ds)?;
     }
     Ok(())
