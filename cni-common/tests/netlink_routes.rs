@@ -5,27 +5,37 @@ mod common;
 
 use common::{ip, new_netns, veth_in};
 
-use cni_common::netlink::{Netlink, RT_TABLE_MAIN};
+use cni_common::netlink::{Netlink, RouteInfo, RT_TABLE_MAIN};
 use cni_common::netns::NetNs;
 
-/// Links `a` (10.0.0.2/24) and `b` (10.0.1.2/24), up, each a veth whose peer is up too.
-fn two_links(ns: &NetNs, nl: &Netlink) -> (u32, u32) {
-    let a = veth_in(nl, "a", "a-peer");
-    let b = veth_in(nl, "b", "b-peer");
+/// A namespace of the test's own with links `a` (10.0.0.2/24) and `b` (10.0.1.2/24), up, each
+/// a veth whose peer is up too; with a netlink socket in it and the links' indexes.
+fn two_links() -> (NetNs, Netlink, u32, u32) {
+    let ns = new_netns();
+    let nl = Netlink::in_netns(&ns).expect("netlink");
+    let a = veth_in(&nl, "a", "a-peer");
+    let b = veth_in(&nl, "b", "b-peer");
     for link in ["a", "a-peer", "b", "b-peer"] {
-        ip(ns, &["link", "set", "dev", link, "up"]);
+        ip(&ns, &["link", "set", "dev", link, "up"]);
     }
-    ip(ns, &["addr", "add", "10.0.0.2/24", "dev", "a"]);
-    ip(ns, &["addr", "add", "10.0.1.2/24", "dev", "b"]);
-    (a, b)
+    ip(&ns, &["addr", "add", "10.0.0.2/24", "dev", "a"]);
+    ip(&ns, &["addr", "add", "10.0.1.2/24", "dev", "b"]);
+    (ns, nl, a, b)
+}
+
+/// The IPv4 default route of the main table.
+fn default_route(nl: &Netlink) -> RouteInfo {
+    nl.route_list_family(false)
+        .expect("routes")
+        .into_iter()
+        .find(|r| r.dst.prefix() == 0 && r.table == RT_TABLE_MAIN)
+        .expect("the default route")
 }
 
 #[test]
 fn a_multipath_route_is_read_as_its_first_next_hop() {
     netns_tests::skip_unless_root!();
-    let ns = new_netns();
-    let nl = Netlink::in_netns(&ns).expect("netlink");
-    let (a, _) = two_links(&ns, &nl);
+    let (ns, nl, a, _) = two_links();
     ip(
         &ns,
         &[
@@ -34,11 +44,7 @@ fn a_multipath_route_is_read_as_its_first_next_hop() {
         ],
     );
 
-    let routes = nl.route_list_family(false).expect("routes");
-    let default = routes
-        .iter()
-        .find(|r| r.dst.prefix() == 0 && r.table == RT_TABLE_MAIN)
-        .expect("the default route");
+    let default = default_route(&nl);
     assert_eq!(default.gw, Some("10.0.0.1".parse().expect("address")));
     assert_eq!(default.oif, Some(a));
     assert!(default.multipath);
@@ -47,19 +53,13 @@ fn a_multipath_route_is_read_as_its_first_next_hop() {
 #[test]
 fn a_route_with_one_next_hop_is_not_multipath() {
     netns_tests::skip_unless_root!();
-    let ns = new_netns();
-    let nl = Netlink::in_netns(&ns).expect("netlink");
-    let (_, b) = two_links(&ns, &nl);
+    let (ns, nl, _, b) = two_links();
     ip(
         &ns,
         &["route", "add", "default", "via", "10.0.1.1", "dev", "b"],
     );
 
-    let routes = nl.route_list_family(false).expect("routes");
-    let default = routes
-        .iter()
-        .find(|r| r.dst.prefix() == 0 && r.table == RT_TABLE_MAIN)
-        .expect("the default route");
+    let default = default_route(&nl);
     assert_eq!(default.gw, Some("10.0.1.1".parse().expect("address")));
     assert_eq!(default.oif, Some(b));
     assert!(!default.multipath);
@@ -68,9 +68,7 @@ fn a_route_with_one_next_hop_is_not_multipath() {
 #[test]
 fn a_family_dump_holds_only_that_familys_routes() {
     netns_tests::skip_unless_root!();
-    let ns = new_netns();
-    let nl = Netlink::in_netns(&ns).expect("netlink");
-    two_links(&ns, &nl);
+    let (ns, nl, _, _) = two_links();
     ip(&ns, &["addr", "add", "fd00::2/64", "dev", "a", "nodad"]);
 
     let v4 = nl.route_list_family(false).expect("IPv4 routes");
@@ -92,9 +90,7 @@ fn a_family_dump_holds_only_that_familys_routes() {
 #[test]
 fn a_multipath_route_is_not_listed_among_one_links_routes() {
     netns_tests::skip_unless_root!();
-    let ns = new_netns();
-    let nl = Netlink::in_netns(&ns).expect("netlink");
-    let (a, _) = two_links(&ns, &nl);
+    let (ns, nl, a, _) = two_links();
     ip(
         &ns,
         &[

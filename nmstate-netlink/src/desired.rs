@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use cni_common::mac::MacAddr;
-use cni_common::netlink::{RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_UNSPEC};
+use cni_common::netlink::{MTU_RANGE, RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_UNSPEC};
 use ipnetwork::IpNetwork;
 use serde_json::Value;
 
@@ -283,8 +283,7 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
     if let Some(d) = &description {
         check_description(&owner, d)?;
     }
-    // The IP layer needs 68 (IPv4's minimum); 65535 is the largest any link takes.
-    let mtu = range(&mut obj, "mtu", 68, 65535)?;
+    let mtu = range(&mut obj, "mtu", *MTU_RANGE.start(), *MTU_RANGE.end())?;
     let mac = match obj.string(&["mac-address"])? {
         Some(s) => {
             Some(MacAddr::parse(&s).map_err(|e| refused(&owner, "mac-address", &e.to_string()))?)

@@ -38,6 +38,10 @@ pub use route::{
     RT_TABLE_UNSPEC,
 };
 
+/// The MTUs a config may ask of a link: IPv4's minimum (RFC 791's 68) up to the largest any
+/// link takes. The kernel narrows it per link type; this is what is checked before it is asked.
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65535;
+
 /// Longest interface name plus the NUL (IFNAMSIZ).
 const IFNAMSIZ: usize = 16;
 

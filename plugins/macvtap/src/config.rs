@@ -5,6 +5,7 @@
 use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
 use cni_common::env::validate_ifname;
 use cni_common::mac::MacAddr;
+use cni_common::netlink::MTU_RANGE;
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
 use serde::de::DeserializeOwned;
@@ -20,9 +21,6 @@ pub const DEFAULT_MODE: &str = "bridge";
 
 /// The modes a macvtap can be created in (`source` needs a list of senders: not offered).
 pub const MODES: [&str; 4] = ["bridge", "vepa", "private", "passthru"];
-
-/// Ethernet's minimum (RFC 791's 68 for IPv4) and macvtap's maximum.
-pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65535;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -176,11 +174,15 @@ impl Settings {
                 }
             };
 
-        let mtu_rule = "0 (unchanged) or an integer from 68 to 65535";
-        let mtu = match own.mtu.get("mtu", mtu_rule)?.copied() {
+        let mtu_rule = format!(
+            "0 (unchanged) or an integer from {} to {}",
+            MTU_RANGE.start(),
+            MTU_RANGE.end()
+        );
+        let mtu = match own.mtu.get("mtu", &mtu_rule)?.copied() {
             None | Some(0) => None,
             Some(m) if MTU_RANGE.contains(&m) => Some(m),
-            Some(m) => return Err(invalid("mtu", mtu_rule, &Value::from(m))),
+            Some(m) => return Err(invalid("mtu", &mtu_rule, &Value::from(m))),
         };
         let promisc = own
             .promisc_mode

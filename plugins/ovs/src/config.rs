@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cni_common::config::{cni_args_mac, pick_mac, NetConf};
 use cni_common::mac::MacAddr;
+use cni_common::netlink::MTU_RANGE;
 use cni_common::node_policy::{self, NodePolicy};
 use cni_common::skel::Request;
 use cni_common::{Error, Result};
@@ -253,12 +254,16 @@ impl Settings {
         let vlan = PortVlan::from_config(conf.vlan, conf.trunk.as_deref())?;
         let mtu = match conf.mtu {
             None | Some(0) => None,
-            Some(m @ 68..=65535) => u32::try_from(m).ok(),
-            Some(m) => {
-                return Err(Error::invalid_config(format!(
-                    "mtu {m} is out of range 68..65535"
-                )))
-            }
+            Some(m) => match u32::try_from(m) {
+                Ok(m) if MTU_RANGE.contains(&m) => Some(m),
+                _ => {
+                    return Err(Error::invalid_config(format!(
+                        "mtu {m} is out of range {}..{}",
+                        MTU_RANGE.start(),
+                        MTU_RANGE.end()
+                    )))
+                }
+            },
         };
         let ofport_request = match conf.ofport_request {
             None | Some(0) => None,
