@@ -44,7 +44,7 @@ pub use go_reference::{
 };
 pub use leftovers::{files_under, host_local_leases};
 pub use libcni::{build_libcni_driver, LibcniAttachment, PodIdentity};
-pub use link::{parse_addresses, parse_links, Link, LinkInfo};
+pub use link::{parse_addresses, parse_links, parse_port_vlans, Link, LinkInfo};
 pub use names::{unique_name, NAME_PREFIX};
 pub use netns::{leftover_netns, netns_exists, HostSandbox, Netns};
 pub use node_policy::{test_node_policy, NODE_POLICY_ENV};

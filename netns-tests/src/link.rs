@@ -98,6 +98,23 @@ pub fn parse_addresses(json: &str) -> Vec<String> {
         .collect()
 }
 
+/// One port's VLAN table from `bridge -j vlan show dev <port>`, one `(vid, pvid, untagged)` per
+/// VLAN (ranges expanded), sorted.
+pub fn parse_port_vlans(json: &str) -> Vec<(u64, bool, bool)> {
+    let parsed: Value = serde_json::from_str(json).expect("bridge -j prints JSON");
+    let mut out = Vec::new();
+    for entry in parsed[0]["vlans"].as_array().cloned().unwrap_or_default() {
+        let flags = entry["flags"].as_array().cloned().unwrap_or_default();
+        let pvid = flags.iter().any(|f| f == "PVID");
+        let untagged = flags.iter().any(|f| f == "Egress Untagged");
+        let first = entry["vlan"].as_u64().expect("vid");
+        let last = entry["vlanEnd"].as_u64().unwrap_or(first);
+        out.extend((first..=last).map(|vid| (vid, pvid, untagged)));
+    }
+    out.sort_unstable();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

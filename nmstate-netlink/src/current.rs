@@ -148,6 +148,7 @@ fn interface(node: &NodeState, l: &LinkState, hidden: &BTreeSet<&str>) -> Value 
 
 fn bridge(node: &NodeState, l: &LinkState, hidden: &BTreeSet<&str>) -> Value {
     let b = l.bridge.unwrap_or_default();
+    let filtering = b.vlan_filtering == Some(true);
     let secs = |v: Option<u32>| v.map(|v| v / 100);
     let ports: Vec<Value> = node
         .ports_of(&l.name)
@@ -162,7 +163,8 @@ fn bridge(node: &NodeState, l: &LinkState, hidden: &BTreeSet<&str>) -> Value {
                 "stp-path-cost": s.cost,
                 "stp-hairpin-mode": s.hairpin,
             });
-            if let Some(vlans) = &p.port_vlans {
+            // nmstate shows port VLANs only where they take effect.
+            if let Some(vlans) = p.port_vlans.as_ref().filter(|_| filtering) {
                 port["vlan"] = port_vlan(vlans);
             }
             port

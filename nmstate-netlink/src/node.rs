@@ -82,7 +82,7 @@ pub(crate) struct LinkState {
     pub addresses: Vec<IpNetwork>,
     pub bridge: Option<BridgeSettings>,
     pub port: Option<BridgePortSettings>,
-    /// A port's VLANs, when its bridge filters VLANs.
+    /// A bridge port's VLANs (kept by the kernel even while its bridge does not filter).
     pub port_vlans: Option<Vec<PortVlan>>,
     pub bond: Option<BondSettings>,
 }
@@ -155,11 +155,14 @@ impl NodeState {
             .iter()
             .map(|d| (d.link.index, d.link.name.clone()))
             .collect();
-        let filtering: Vec<u32> = details
+        let bridges: Vec<u32> = details
             .iter()
-            .filter(|d| d.bridge.and_then(|b| b.vlan_filtering) == Some(true))
+            .filter(|d| d.bridge.is_some())
             .map(|d| d.link.index)
             .collect();
+        // The kernel keeps a port's VLAN table whether or not its bridge filters: a rollback
+        // that turns filtering off must put the table back too.
+        let mut vlan_tables = nl.bridge_vlan_show_all().map_err(read_err)?;
         // Every address in one dump, not one per link (a node may have hundreds of links).
         let mut addresses: BTreeMap<u32, Vec<IpNetwork>> = BTreeMap::new();
         for (index, addr) in nl.addr_list_all().map_err(read_err)? {
@@ -172,8 +175,8 @@ impl NodeState {
             let master = d.link.master.and_then(|m| names.get(&m).cloned());
             let peer = d.link.link.and_then(|l| names.get(&l).cloned());
             let port_vlans = match d.link.master {
-                Some(m) if filtering.contains(&m) => {
-                    Some(nl.bridge_vlan_show(d.link.index).map_err(read_err)?)
+                Some(m) if bridges.contains(&m) => {
+                    Some(vlan_tables.remove(&d.link.index).unwrap_or_default())
                 }
                 _ => None,
             };

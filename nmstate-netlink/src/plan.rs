@@ -158,6 +158,27 @@ pub(crate) fn plan(desired: &DesiredState, node: &NodeState) -> Result<Plan, Err
             }
         }
     }
+    // A bond whose mode changes must lose its ports for the change (the kernel refuses it
+    // otherwise): the ports it keeps are named, so that they join it again.
+    let remoded: Vec<String> = targets
+        .values()
+        .filter(|t| t.exists && t.changes_bond_mode(node))
+        .map(|t| t.name.clone())
+        .collect();
+    for bond in remoded {
+        for port in node.ports_of(&bond) {
+            let kind = node
+                .links
+                .get(&port)
+                .map_or(Kind::Ethernet, |l| l.kind.clone());
+            let t = targets
+                .entry(port.clone())
+                .or_insert_with(|| LinkTarget::new(&port, kind));
+            if t.master.is_none() {
+                t.master = Some(bond.clone());
+            }
+        }
+    }
     // A port listed on its own with a master of nothing but named by a bridge: already handled.
     let targets: Vec<LinkTarget> = targets.into_values().collect();
 

@@ -8,7 +8,7 @@ use cni_common::netlink::{BondSettings, BridgePortSettings, BridgeSettings, Port
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 
-use crate::node::{Kind, LinkState, RouteState, PROTO_KERNEL};
+use crate::node::{Kind, LinkState, NodeState, RouteState, PROTO_KERNEL};
 
 /// One link's goal. None leaves a property as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +40,18 @@ pub(crate) struct LinkTarget {
 }
 
 impl LinkTarget {
+    /// Whether this is an existing bond whose mode it changes (which the kernel allows only
+    /// to a bond that is down and has no ports).
+    pub(crate) fn changes_bond_mode(&self, node: &NodeState) -> bool {
+        let want = self.bond.and_then(|b| b.mode);
+        let have = node
+            .links
+            .get(&self.name)
+            .and_then(|l| l.bond)
+            .and_then(|b| b.mode);
+        want.is_some() && have.is_some() && want != have
+    }
+
     /// A goal that changes nothing yet.
     pub(crate) fn new(name: &str, kind: Kind) -> LinkTarget {
         LinkTarget {

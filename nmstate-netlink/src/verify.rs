@@ -103,14 +103,14 @@ pub(crate) fn mismatches(
                 && agree(want.ageing_time, have.ageing_time)
                 && agree(want.multicast_snooping, have.multicast_snooping)
                 && agree(want.vlan_filtering, have.vlan_filtering);
-            check("bridge options", ok, format!("{want:?}"));
+            check("bridge options", ok, want.to_string());
         }
         if let Some(want) = t.port {
             let have = cur.port.unwrap_or_default();
             let ok = agree(want.priority, have.priority)
                 && agree(want.cost, have.cost)
                 && agree(want.hairpin, have.hairpin);
-            check("port options", ok, format!("{want:?}"));
+            check("port options", ok, want.to_string());
         }
         if let Some(want) = &t.port_vlans {
             let mut want = want.clone();
@@ -125,7 +125,7 @@ pub(crate) fn mismatches(
                 && agree(want.updelay, have.updelay)
                 && agree(want.downdelay, have.downdelay)
                 && agree(want.min_links, have.min_links);
-            check("bond options", ok, format!("{want:?}"));
+            check("bond options", ok, want.to_string());
         }
     }
     match routes {

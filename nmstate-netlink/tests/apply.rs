@@ -3,13 +3,9 @@
 
 mod common;
 
-use common::{iface, ip, isolate, kernel_has, pod_veth, settle, state, veth};
+use common::{desired, iface, ip, isolate, journal, kernel_has, pod_veth, settle, state, veth};
 use nmstate_netlink::{apply, recover, DesiredState, Error};
-use serde_json::{json, Value};
-
-fn desired(v: Value) -> DesiredState {
-    DesiredState::parse(&v).expect("desired state parses")
-}
+use serde_json::json;
 
 fn walkthrough() -> DesiredState {
     desired(json!({"interfaces": [{
@@ -19,12 +15,6 @@ fn walkthrough() -> DesiredState {
         "state": "up",
         "bridge": {"options": {"stp": {"enabled": false}}, "port": [{"name": "eth1"}]}
     }]}))
-}
-
-fn journal() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("nmstate.journal");
-    (dir, path)
 }
 
 /// eth1 (with eth1-peer) up, an IPv4 address on it, DAD over.

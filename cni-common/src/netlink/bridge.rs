@@ -1,6 +1,8 @@
 //! `ip link add type bridge`, `bridge link` and `bridge vlan`: bridges, their ports' flags and
 //! the ports' VLANs.
 
+use std::collections::BTreeMap;
+
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
     AfSpecBridge, BridgeVlanInfo, BridgeVlanInfoFlags, InfoBridge, InfoBridgePort, InfoData,
@@ -224,21 +226,28 @@ impl Netlink {
     /// `bridge vlan show dev <index>`. The kernel only reports port VLANs in a dump of every
     /// bridge port, so this is for CHECK and tests, not for the ADD path.
     pub fn bridge_vlan_show(&self, index: u32) -> Result<Vec<PortVlan>> {
+        Ok(self
+            .bridge_vlan_show_all()
+            .map_err(|e| Error::wrap(format!("bridge vlan show dev {index}"), e))?
+            .remove(&index)
+            .unwrap_or_default())
+    }
+
+    /// `bridge vlan show`: every bridge port's VLANs (sorted) by the port's index, in one dump.
+    pub fn bridge_vlan_show_all(&self) -> Result<BTreeMap<u32, Vec<PortVlan>>> {
         let mut req = LinkMessage::default();
         req.header.interface_family = AddressFamily::Bridge;
         req.attributes
             .push(LinkAttribute::ExtMask(vec![LinkExtentMask::Brvlan]));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::wrap(format!("bridge vlan show dev {index}"), e))?;
-        let mut vlans = Vec::new();
+            .map_err(|e| Error::wrap("bridge vlan show", e))?;
+        let mut ports = BTreeMap::new();
         for reply in replies {
             let RouteNetlinkMessage::NewLink(msg) = reply else {
                 continue;
             };
-            if msg.header.index != index {
-                continue;
-            }
+            let vlans: &mut Vec<PortVlan> = ports.entry(msg.header.index).or_default();
             for attr in msg.attributes {
                 let LinkAttribute::AfSpecBridge(spec) = attr else {
                     continue;
@@ -263,9 +272,9 @@ impl Netlink {
                     }
                 }
             }
+            vlans.sort_unstable();
         }
-        vlans.sort_unstable();
-        Ok(vlans)
+        Ok(ports)
     }
 
     /// `ip link show master <index>`: the bridge's ports, filtered by the kernel.

@@ -8,6 +8,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 use super::{Link, Netlink};
 use crate::error::{Error, Result};
@@ -69,12 +70,58 @@ impl BridgeSettings {
     }
 }
 
+/// The set fields as `name value`, comma-separated: how a settings change reads in a log or
+/// an error.
+fn write_fields(f: &mut fmt::Formatter<'_>, fields: &[(&str, Option<String>)]) -> fmt::Result {
+    let set: Vec<String> = fields
+        .iter()
+        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name} {v}")))
+        .collect();
+    f.write_str(&set.join(", "))
+}
+
+fn text<T: ToString>(v: Option<T>) -> Option<String> {
+    v.map(|v| v.to_string())
+}
+
+/// Times in hundredths of a second, as the kernel has them.
+impl fmt::Display for BridgeSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_fields(
+            f,
+            &[
+                ("stp", text(self.stp)),
+                ("forward_delay", text(self.forward_delay)),
+                ("hello_time", text(self.hello_time)),
+                ("max_age", text(self.max_age)),
+                ("priority", text(self.priority)),
+                ("ageing_time", text(self.ageing_time)),
+                ("multicast_snooping", text(self.multicast_snooping)),
+                ("vlan_filtering", text(self.vlan_filtering)),
+            ],
+        )
+    }
+}
+
 /// A bridge port's STP settings: `bridge link set dev <port> priority P cost C hairpin on|off`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BridgePortSettings {
     pub priority: Option<u16>,
     pub cost: Option<u32>,
     pub hairpin: Option<bool>,
+}
+
+impl fmt::Display for BridgePortSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_fields(
+            f,
+            &[
+                ("priority", text(self.priority)),
+                ("cost", text(self.cost)),
+                ("hairpin", text(self.hairpin)),
+            ],
+        )
+    }
 }
 
 impl BridgePortSettings {
@@ -109,6 +156,21 @@ pub struct BondSettings {
     pub updelay: Option<u32>,
     pub downdelay: Option<u32>,
     pub min_links: Option<u32>,
+}
+
+impl fmt::Display for BondSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_fields(
+            f,
+            &[
+                ("mode", text(self.mode)),
+                ("miimon", text(self.miimon)),
+                ("updelay", text(self.updelay)),
+                ("downdelay", text(self.downdelay)),
+                ("min_links", text(self.min_links)),
+            ],
+        )
+    }
 }
 
 impl BondSettings {
@@ -217,7 +279,7 @@ impl Netlink {
             return Ok(());
         }
         self.set_kind_data(index, "bridge", InfoData::Bridge(attrs))
-            .map_err(|e| Error::wrap(format!("ip link set {index} type bridge {settings:?}"), e))
+            .map_err(|e| Error::wrap(format!("ip link set {index} type bridge {settings}"), e))
     }
 
     /// `ip link set <index> type bond [mode M] [miimon N] ...`: only the settings that are Some.
@@ -227,7 +289,7 @@ impl Netlink {
             return Ok(());
         }
         self.set_kind_data(index, "bond", InfoData::Bond(attrs))
-            .map_err(|e| Error::wrap(format!("ip link set {index} type bond {settings:?}"), e))
+            .map_err(|e| Error::wrap(format!("ip link set {index} type bond {settings}"), e))
     }
 
     /// An RTM_NEWLINK on an existing link carrying its kind and kind data: how `ip link set
@@ -265,6 +327,16 @@ mod tests {
     #[test]
     fn unset_bridge_settings_send_nothing() {
         assert!(BridgeSettings::default().attributes().is_empty());
+    }
+
+    #[test]
+    fn a_settings_change_reads_as_its_set_fields_only() {
+        let change = BridgeSettings {
+            stp: Some(false),
+            ageing_time: Some(30000),
+            ..BridgeSettings::default()
+        };
+        assert_eq!(change.to_string(), "stp false, ageing_time 30000");
     }
 
     #[test]

@@ -18,6 +18,11 @@ pub fn isolate() {
 
 /// `ip <args>` in the calling thread's namespace; its stdout.
 pub fn ip(args: &[&str]) -> String {
+    run_here("ip", args)
+}
+
+/// `<cmd> <args>` in the calling thread's network namespace, which must succeed; its stdout.
+pub fn run_here(cmd: &str, args: &[&str]) -> String {
     let ns = format!(
         "/proc/{}/task/{}/ns/net",
         std::process::id(),
@@ -25,13 +30,13 @@ pub fn ip(args: &[&str]) -> String {
     );
     let out = Command::new("nsenter")
         .arg(format!("--net={ns}"))
-        .arg("ip")
+        .arg(cmd)
         .args(args)
         .output()
-        .expect("run nsenter ip");
+        .expect("run nsenter");
     assert!(
         out.status.success(),
-        "ip {args:?}: {}",
+        "{cmd} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf-8")
@@ -71,6 +76,18 @@ pub fn settle() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     panic!("IPv6 addresses stayed tentative");
+}
+
+/// A desired state from JSON, which must parse.
+pub fn desired(v: Value) -> nmstate_netlink::DesiredState {
+    nmstate_netlink::DesiredState::parse(&v).expect("desired state parses")
+}
+
+/// A journal path in a temp directory of its own (kept alive by the returned guard).
+pub fn journal() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("nmstate.journal");
+    (dir, path)
 }
 
 pub fn state() -> Value {

@@ -44,22 +44,12 @@ mod in_guest {
 
     /// `bridge -j vlan show dev <port>` as (vid, pvid, untagged), sorted.
     fn port_vlans(node: &Node, port: &str) -> Vec<(u64, bool, bool)> {
-        let text = node
-            .host
-            .netns()
-            .exec_ok("bridge", &["-j", "vlan", "show", "dev", port]);
-        let parsed: Value = serde_json::from_str(&text).expect("bridge -j prints JSON");
-        let mut out = Vec::new();
-        for entry in parsed[0]["vlans"].as_array().cloned().unwrap_or_default() {
-            let flags = entry["flags"].as_array().cloned().unwrap_or_default();
-            let pvid = flags.iter().any(|f| f == "PVID");
-            let untagged = flags.iter().any(|f| f == "Egress Untagged");
-            let first = entry["vlan"].as_u64().expect("vid");
-            let last = entry["vlanEnd"].as_u64().unwrap_or(first);
-            out.extend((first..=last).map(|vid| (vid, pvid, untagged)));
-        }
-        out.sort_unstable();
-        out
+        netns_tests::parse_port_vlans(
+            &node
+                .host
+                .netns()
+                .exec_ok("bridge", &["-j", "vlan", "show", "dev", port]),
+        )
     }
 
     #[test]
