@@ -115,6 +115,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::nmstate::what_the_node_cannot_apply_leaves_it_untouched,
     ),
     (
+        "max_unavailable_1_applies_the_policy_node_by_node",
+        scenarios::nmstate::max_unavailable_one_applies_node_by_node,
+    ),
+    (
         "a_policy_failing_on_one_node_aborts_the_rest",
         scenarios::nmstate::a_policy_failing_on_one_node_aborts_the_rest,
     ),
@@ -141,6 +145,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "the_node_agents_collect_what_lost_dels_left",
         scenarios::gc::the_node_agents_collect_what_lost_dels_left,
+    ),
+    (
+        "the_node_agents_collect_the_networks_of_attachment_definitions",
+        scenarios::gc::the_node_agents_collect_the_networks_of_attachment_definitions,
     ),
     (
         "events_are_recorded_in_default",
@@ -379,10 +387,11 @@ impl Ctx {
             self.kubectl(&args)
                 .with_context(|| format!("kubectl {} (deploy/{file})", args.join(" ")))?;
         }
-        // The nodes' CNI directories are the defaults; their CRI socket is named, and the GC
-        // runs sooner than by default.
+        // The nodes' CNI directories are the defaults; their CRI socket is named, the GC runs
+        // sooner than by default, and its metrics are served.
         let cri = format!("CRI_SOCKET={CONTAINERD_SOCK}");
         let gc = format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL);
+        let metrics = format!("GC_METRICS_PORT={}", scenarios::gc::AGENT_METRICS_PORT);
         self.kubectl(&[
             "set",
             "env",
@@ -391,6 +400,7 @@ impl Ctx {
             NAMESPACE,
             &cri,
             &gc,
+            &metrics,
         ])?;
         self.wait_rollout("deployment", OPERATOR)
     }

@@ -75,6 +75,10 @@ pub struct Settings {
     /// `GC_INTERVAL` (a duration: `10m`, `90s`; `0` turns collection off): how often the node
     /// agents collect what lost DELs left.
     pub gc_interval: Duration,
+    /// `GC_METRICS_PORT`: where the node agents serve their garbage collection's metrics on
+    /// their node (the `linuxBridge` agents on this port, the `ovs` agents on the next); none
+    /// when unset, as a port of the node may be taken.
+    pub gc_metrics_port: Option<u16>,
     /// `PROGRESS_TIMEOUT` (a duration): how long a DaemonSet or Deployment may roll out without
     /// any change of its status before the configuration is Degraded (`RolloutHung`). Rollouts
     /// waiting for images that cannot be pulled, or for nodes that are down, never count.
@@ -117,6 +121,7 @@ impl Settings {
             cni_conf_dir: DEFAULT_CNI_CONF_DIR.to_string(),
             cri_socket: String::new(),
             gc_interval: DEFAULT_GC_INTERVAL,
+            gc_metrics_port: None,
             progress_timeout: DEFAULT_PROGRESS_TIMEOUT,
             nmstate_probe_timeout: DEFAULT_NMSTATE_PROBE_TIMEOUT,
             pod_name: String::new(),
@@ -180,6 +185,16 @@ impl Settings {
                     tracing::warn!("GC_INTERVAL: {e}; the default {DEFAULT_GC_INTERVAL:?} is used")
                 }
                 Err(_) => {}
+            }
+        }
+        if let Ok(v) = env::var("GC_METRICS_PORT") {
+            match v.parse::<u16>() {
+                // The ovs agents take the next port.
+                Ok(port) if (1..u16::MAX).contains(&port) => s.gc_metrics_port = Some(port),
+                _ if v.is_empty() => {}
+                _ => tracing::warn!(
+                    "GC_METRICS_PORT={v:?} is not a port from 1 to 65534; the agents serve no metrics"
+                ),
             }
         }
         if let Ok(v) = env::var("NMSTATE_PROBE_TIMEOUT") {
@@ -256,6 +271,14 @@ impl Settings {
             (
                 "GC_INTERVAL",
                 EnvValue::Literal(format_duration(self.gc_interval)),
+            ),
+            (
+                "GC_METRICS_PORT",
+                EnvValue::Literal(
+                    self.gc_metrics_port
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
+                ),
             ),
             (
                 "PROGRESS_TIMEOUT",

@@ -73,22 +73,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         namespace: &str,
         pod: &str,
     ) -> Result<String> {
-        let of_pod = format!(
-            "labels.\"io.kubernetes.pod.name\"=={pod},labels.\"io.kubernetes.pod.namespace\"=={namespace}"
-        );
-        let sandbox = format!("{of_pod},labels.\"io.cri-containerd.kind\"==sandbox");
-        let list = |filter: &str| -> Result<Vec<String>> {
-            let out = run(self.ctr(node).args(["containers", "list", "-q", filter]))?;
-            Ok(out.split_whitespace().map(str::to_string).collect())
-        };
-        let sandbox = match &list(&sandbox)?[..] {
-            [id] => id.clone(),
-            other => bail!(
-                "pod {namespace}/{pod} has {} sandboxes: {other:?}",
-                other.len()
-            ),
-        };
-        let ids = list(&of_pod)?;
+        let sandbox = self.sandbox_of(node, namespace, pod)?;
+        let ids = self.containers(node, &of_pod(namespace, pod))?;
         for id in &ids {
             let _ = run(self.ctr(node).args(["tasks", "kill", "-s", "SIGKILL", id]));
         }
@@ -104,6 +90,27 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             run(self.ctr(node).args(["containers", "delete", id]))?;
         }
         Ok(sandbox)
+    }
+
+    /// The ID of the one sandbox containerd has for pod `namespace/pod` on node `node`.
+    pub fn sandbox_of(&self, node: usize, namespace: &str, pod: &str) -> Result<String> {
+        let filter = format!(
+            "{},labels.\"io.cri-containerd.kind\"==sandbox",
+            of_pod(namespace, pod)
+        );
+        match &self.containers(node, &filter)?[..] {
+            [id] => Ok(id.clone()),
+            other => bail!(
+                "pod {namespace}/{pod} has {} sandboxes: {other:?}",
+                other.len()
+            ),
+        }
+    }
+
+    /// `ctr containers list -q <filter>` on node `node`.
+    fn containers(&self, node: usize, filter: &str) -> Result<Vec<String>> {
+        let out = run(self.ctr(node).args(["containers", "list", "-q", filter]))?;
+        Ok(out.split_whitespace().map(str::to_string).collect())
     }
 
     /// `ctr` against node `node`'s containerd.
@@ -136,4 +143,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             }
         }
     }
+}
+
+/// A `ctr` filter for the containers of pod `namespace/pod`.
+fn of_pod(namespace: &str, pod: &str) -> String {
+    format!(
+        "labels.\"io.kubernetes.pod.name\"=={pod},labels.\"io.kubernetes.pod.namespace\"=={namespace}"
+    )
 }

@@ -334,6 +334,16 @@ impl Cluster {
         run(self.kubectl_command().args(args))
     }
 
+    /// `kubectl ARGS` left running (a watch) with its stdout piped; the caller ends it.
+    pub fn kubectl_spawn(&self, args: &[&str]) -> Result<std::process::Child> {
+        self.kubectl_command()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting kubectl {}", args.join(" ")))
+    }
+
     /// `kubectl ARGS` with `input` on stdin (`apply -f -`).
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Result<String> {
         run_with_stdin(self.kubectl_command().args(args), input.as_bytes())

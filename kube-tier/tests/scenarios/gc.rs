@@ -22,11 +22,13 @@ use crate::{check, Ctx, NAMESPACE};
 
 /// The tier's operator runs its node agents with this `GC_INTERVAL`.
 pub const AGENT_GC_INTERVAL: &str = "10s";
+/// ... and this `GC_METRICS_PORT` (the linux-bridge agents'; the ovs agents serve on the next).
+pub const AGENT_METRICS_PORT: u16 = 9191;
 
-/// One attachment made on node01 as containerd makes one (the node's conflist, our bridge then
-/// tuning), into a namespace the runtime never knew: what a runtime leaves when it loses a
-/// sandbox.
-struct Leak {
+/// An attachment made on node01 as a runtime (or Multus) makes one: each plugin of `network`
+/// (a conflist) ADDed in turn with the previous one's result, into a namespace of its own that
+/// the runtime never knew. The namespace goes when it is dropped.
+struct Attachment {
     node: Enter,
     netns: String,
     container_id: String,
@@ -34,19 +36,24 @@ struct Leak {
     host_veth: String,
 }
 
-impl Leak {
-    fn make(ctx: &Ctx, container_id: &str) -> Result<Leak> {
+impl Attachment {
+    fn make(ctx: &Ctx, container_id: &str, ifname: &str, network: &Value) -> Result<Attachment> {
         let node = ctx.node01();
-        let netns = format!("kube-tier-{container_id}");
+        let netns = format!("kube-tier-{container_id}-{ifname}");
         run(node.command("ip").args(["netns", "add", &netns]))?;
-        let conflist: Value = serde_json::from_slice(
-            &std::fs::read(node.host_path(POD_CONFLIST)).context("the node's conflist")?,
-        )?;
+        // Made at once, so that a failing ADD still drops the namespace.
+        let mut attachment = Attachment {
+            node: node.enter(),
+            netns,
+            container_id: container_id.to_string(),
+            ip: String::new(),
+            host_veth: String::new(),
+        };
         let mut prev: Option<Value> = None;
-        for plugin in conflist["plugins"].as_array().context("plugins")? {
+        for plugin in network["plugins"].as_array().context("plugins")? {
             let mut conf = plugin.clone();
-            conf["name"] = conflist["name"].clone();
-            conf["cniVersion"] = conflist["cniVersion"].clone();
+            conf["name"] = network["name"].clone();
+            conf["cniVersion"] = network["cniVersion"].clone();
             if let Some(prev) = &prev {
                 conf["prevResult"] = prev.clone();
             }
@@ -55,12 +62,12 @@ impl Leak {
                 node.command(Path::new("/opt/cni/bin").join(&kind))
                     .env("CNI_COMMAND", "ADD")
                     .env("CNI_CONTAINERID", container_id)
-                    .env("CNI_NETNS", format!("/run/netns/{netns}"))
-                    .env("CNI_IFNAME", "eth0")
+                    .env("CNI_NETNS", format!("/run/netns/{}", attachment.netns))
+                    .env("CNI_IFNAME", ifname)
                     .env("CNI_PATH", "/opt/cni/bin"),
                 conf.to_string().as_bytes(),
             )
-            .with_context(|| format!("{kind} ADD of the leaked attachment"))?;
+            .with_context(|| format!("{kind} ADD of {container_id}'s {ifname}"))?;
             prev = Some(serde_json::from_str(&out)?);
         }
         let result = prev.context("no plugin")?;
@@ -69,40 +76,109 @@ impl Leak {
             .and_then(|a| a.split('/').next())
             .context("an address")?
             .to_string();
+        // The host side: the interface outside the sandbox that is not the bridge itself.
+        let bridges: Vec<&str> = network["plugins"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["bridge"].as_str())
+            .collect();
         let host_veth = result["interfaces"]
             .as_array()
             .and_then(|ifs| {
-                ifs.iter()
-                    .find(|i| i["sandbox"].is_null() && i["name"].as_str() != Some("cni0"))
+                ifs.iter().find(|i| {
+                    i["sandbox"].is_null()
+                        && i["name"].as_str().is_some_and(|n| !bridges.contains(&n))
+                })
             })
             .and_then(|i| i["name"].as_str())
             .context("the host veth")?
             .to_string();
-        Ok(Leak {
-            node: node.enter(),
-            netns,
-            container_id: container_id.to_string(),
-            ip,
-            host_veth,
-        })
-    }
-
-    fn lease(&self, ctx: &Ctx) -> PathBuf {
-        leases_dir(ctx).join(&self.ip)
-    }
-
-    fn tuning_state(&self, ctx: &Ctx) -> PathBuf {
-        tuning_state(ctx, &self.container_id)
+        attachment.ip = ip;
+        attachment.host_veth = host_veth;
+        Ok(attachment)
     }
 }
 
-impl Drop for Leak {
+impl Drop for Attachment {
     fn drop(&mut self) {
         let _ = self
             .node
             .command("ip")
             .args(["netns", "del", &self.netns])
             .status();
+    }
+}
+
+/// One attachment of the pod network (the node's conflist, our bridge then tuning) whose
+/// sandbox the runtime lost. Its bridge also had `ipMasq` and `macspoofchk` on (the network's
+/// config has changed since, as configs do), so it holds nftables chains too: GC finds our
+/// chains by the network's name, whatever the config says today.
+struct Leak {
+    att: Attachment,
+    /// The attachment chains of node01's nftables tables before the leak.
+    chains_before: Chains,
+}
+
+/// The number of attachment chains (`att-…`) in our bridge's two nftables tables on node01.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chains {
+    spoof_check: usize,
+    masquerade: usize,
+}
+
+impl Chains {
+    fn on_node01(ctx: &Ctx) -> Result<Chains> {
+        let count = |family: &str, table: &str| -> Result<usize> {
+            let out = ctx
+                .node01()
+                .command("nft")
+                .args(["list", "table", family, table])
+                .output()
+                .context("running nft")?;
+            // No table: no attachment has made it yet.
+            Ok(String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.trim_start().starts_with("chain att-"))
+                .count())
+        };
+        Ok(Chains {
+            spoof_check: count("bridge", "cni_bridge_spoofchk")?,
+            masquerade: count("inet", "cni_bridge_masquerade")?,
+        })
+    }
+}
+
+impl Leak {
+    fn make(ctx: &Ctx, container_id: &str) -> Result<Leak> {
+        let chains_before = Chains::on_node01(ctx)?;
+        let mut network: Value = serde_json::from_slice(
+            &std::fs::read(ctx.node01().host_path(POD_CONFLIST)).context("the node's conflist")?,
+        )?;
+        for plugin in network["plugins"].as_array_mut().context("plugins")? {
+            if plugin["type"] == "bridge" {
+                plugin["ipMasq"] = Value::Bool(true);
+                plugin["macspoofchk"] = Value::Bool(true);
+            }
+        }
+        let att = Attachment::make(ctx, container_id, "eth0", &network)?;
+        let chains = Chains::on_node01(ctx)?;
+        check(
+            chains.spoof_check == chains_before.spoof_check + 1
+                && chains.masquerade == chains_before.masquerade + 1,
+            || {
+                format!("the leaked attachment made no chains: {chains_before:?} before, {chains:?} after")
+            },
+        )?;
+        Ok(Leak { att, chains_before })
+    }
+
+    fn lease(&self, ctx: &Ctx) -> PathBuf {
+        leases_dir(ctx).join(&self.att.ip)
+    }
+
+    fn tuning_state(&self, ctx: &Ctx) -> PathBuf {
+        tuning_state(ctx, &self.att.container_id)
     }
 }
 
@@ -177,11 +253,13 @@ fn ports(ctx: &Ctx) -> Result<Vec<String>> {
 }
 
 impl Leak {
-    /// Whether nothing of it is left: its port, its lease, its tuning state.
+    /// Whether nothing of it is left: its port, its lease, its tuning state, its nftables
+    /// chains.
     fn is_gone(&self, ctx: &Ctx) -> Result<bool> {
-        Ok(!ports(ctx)?.contains(&self.host_veth)
+        Ok(!ports(ctx)?.contains(&self.att.host_veth)
             && !exists(&self.lease(ctx))
-            && !exists(&self.tuning_state(ctx)))
+            && !exists(&self.tuning_state(ctx))
+            && Chains::on_node01(ctx)? == self.chains_before)
     }
 }
 
@@ -190,10 +268,10 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
     let live_ip = wait_pod_ip(ctx, "gc-live")?;
     let live_lease = leases_dir(ctx).join(&live_ip);
     let leak = Leak::make(ctx, "gc-leaked-1")?;
-    check(ports(ctx)?.contains(&leak.host_veth), || {
+    check(ports(ctx)?.contains(&leak.att.host_veth), || {
         format!(
             "the leaked attachment's port {} is not on the bridge",
-            leak.host_veth
+            leak.att.host_veth
         )
     })?;
     check(
@@ -208,10 +286,10 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
         report.trim().replace('\n', "\n      ")
     );
     let after = ports(ctx)?;
-    check(!after.contains(&leak.host_veth), || {
+    check(!after.contains(&leak.att.host_veth), || {
         format!(
             "the leaked port {} is still on the bridge: {after:?}",
-            leak.host_veth
+            leak.att.host_veth
         )
     })?;
     check(after.len() + 1 == before, || {
@@ -226,10 +304,22 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
             leak.tuning_state(ctx).display()
         )
     })?;
-    check(
-        report.contains(&format!("collected port {}", leak.host_veth)),
-        || format!("the agent did not say what it collected:\n{report}"),
-    )?;
+    let chains = Chains::on_node01(ctx)?;
+    check(chains == leak.chains_before, || {
+        format!(
+            "the leaked attachment's nftables chains are left: {:?} before it, {chains:?} after GC",
+            leak.chains_before
+        )
+    })?;
+    for what in [
+        format!("collected port {}", leak.att.host_veth),
+        "collected spoof check of attachment".to_string(),
+        "collected masquerade of attachment".to_string(),
+    ] {
+        check(report.contains(&what), || {
+            format!("the agent did not say {what:?}:\n{report}")
+        })?;
+    }
     check(exists(&live_lease), || {
         "the live pod's lease was collected".into()
     })?;
@@ -286,6 +376,57 @@ fn agent_log(ctx: &Ctx) -> Result<String> {
     ctx.kubectl(&["logs", "-n", NAMESPACE, &pod, "-c", "cni-plugins"])
 }
 
+/// The lines of the agent's collection round that collected `port`, from its log.
+fn round_that_collected<'l>(log: &'l str, port: &str) -> Vec<&'l str> {
+    let round = log
+        .lines()
+        .find(|l| l.contains(&format!("collected port {port}")))
+        .and_then(|l| l.split("gc{").nth(1))
+        .and_then(|rest| rest.split('}').next())
+        .map(|round| format!("gc{{{round}}}"));
+    log.lines()
+        .filter(|l| round.as_ref().is_some_and(|r| l.contains(r.as_str())))
+        .collect()
+}
+
+/// node01's linux-bridge agent's `/metrics`, read as Prometheus would find it: through the
+/// operator's metrics Service, whose endpoints must list it (the API server's proxy then
+/// fetches it from the node).
+fn agent_metrics(ctx: &Ctx) -> Result<String> {
+    let service = "cluster-network-addons-operator-prometheus-metrics";
+    let endpoints = ctx.get(&["get", "endpoints", service, "-n", NAMESPACE])?;
+    let target = format!("{}:{AGENT_METRICS_PORT}", ctx.node01().ip());
+    let listed: Vec<String> = endpoints["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| {
+            let ports: Vec<i64> = s["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["port"].as_i64())
+                .collect();
+            s["addresses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a["ip"].as_str())
+                .flat_map(move |ip| ports.clone().into_iter().map(move |p| format!("{ip}:{p}")))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    check(listed.contains(&target), || {
+        format!("the metrics Service does not reach {target}: its endpoints are {listed:?}")
+    })?;
+    let pod = ctx.daemonset_pod(LINUX_BRIDGE_DS, ctx.node01().name())?;
+    ctx.kubectl(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}:{AGENT_METRICS_PORT}/proxy/metrics"),
+    ])
+}
+
 /// The linux-bridge DaemonSet the operator renders collects on its own, within its interval: a
 /// leaked attachment goes, everything of it, and says so in the agent's log; a live pod keeps
 /// its network.
@@ -305,12 +446,9 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
     )?;
     let took = leaked.elapsed();
     let log = agent_log(ctx)?;
-    let said: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains(&leak.container_id) || l.contains(&leak.host_veth))
-        .collect();
+    let said = round_that_collected(&log, &leak.att.host_veth);
     check(
-        log.contains(&format!("collected port {}", leak.host_veth)),
+        log.contains(&format!("collected port {}", leak.att.host_veth)),
         || format!("the agent did not say what it collected:\n{log}"),
     )?;
     println!(
@@ -318,11 +456,177 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
         took.as_secs_f64(),
         said.join("\n      ")
     );
+    let metrics = agent_metrics(ctx)?;
+    let collected = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cni_installer_gc_collected_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_default();
+    println!(
+        "    its metrics, through the operator's metrics Service's endpoints:\n      {}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("cni_installer_gc_"))
+            .collect::<Vec<_>>()
+            .join("\n      ")
+    );
+    // The leak alone is five things: port, lease, tuning state and two nftables chains.
+    check(collected >= 5.0, || {
+        format!("the agent's metrics count {collected} things collected:\n{metrics}")
+    })?;
     check(exists(&live_lease), || {
         "the live pod's lease was collected".into()
     })?;
     reaches_its_gateway(ctx, "gc-agent-live", "after the agent's collections")?;
     delete_pod(ctx, "gc-agent-live")?;
+    Ok(())
+}
+
+/// The NetworkAttachmentDefinition CRD as Multus defines it, for when no earlier scenario's
+/// Multus component has made it (its image cannot be pulled here, but its CRD is all the agents
+/// read).
+const NAD_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: network-attachment-definitions.k8s.cni.cncf.io
+spec:
+  group: k8s.cni.cncf.io
+  scope: Namespaced
+  names:
+    plural: network-attachment-definitions
+    singular: network-attachment-definition
+    kind: NetworkAttachmentDefinition
+    shortNames: [net-attach-def]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+";
+
+/// A secondary network of our bridge, as a NetworkAttachmentDefinition (what Multus would
+/// attach as `net1`).
+const NAD_NETWORK: &str = "gc-nad";
+const NAD_BRIDGE: &str = "brgcnad";
+
+fn nad_network() -> Value {
+    serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": NAD_NETWORK,
+        "plugins": [{
+            "type": "bridge",
+            "bridge": NAD_BRIDGE,
+            "ipam": {"type": "host-local", "subnet": "10.77.0.0/24"}
+        }]
+    })
+}
+
+/// A NetworkAttachmentDefinition network, which the node agents learn from the API: the `net1`
+/// of a sandbox the runtime lost goes (port, lease); the `net1` of a live pod's sandbox stays
+/// (though the pod's own network is another), and goes in turn once the pod is deleted. No
+/// Multus runs here, so both are made as Multus makes them, with the sandbox's ID.
+pub fn the_node_agents_collect_the_networks_of_attachment_definitions(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(OWN_SPEC)?;
+    ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
+    if ctx
+        .kubectl(&[
+            "get",
+            "crd",
+            "network-attachment-definitions.k8s.cni.cncf.io",
+        ])
+        .is_err()
+    {
+        ctx.apply(NAD_CRD)?;
+        ctx.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/network-attachment-definitions.k8s.cni.cncf.io",
+            "--timeout=60s",
+        ])?;
+    }
+    let network = nad_network();
+    let config = serde_json::json!({
+        "cniVersion": network["cniVersion"],
+        "name": NAD_NETWORK,
+        "type": "bridge",
+        "bridge": NAD_BRIDGE,
+        "ipam": network["plugins"][0]["ipam"],
+    });
+    ctx.apply(&format!(
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: {NAD_NETWORK}\n  namespace: default\nspec:\n  config: '{config}'\n"
+    ))?;
+    create_pod(ctx, "gc-nad-live")?;
+    wait_pod_ip(ctx, "gc-nad-live")?;
+    let sandbox = ctx.cluster.sandbox_of(0, "default", "gc-nad-live")?;
+    let live = Attachment::make(ctx, &sandbox, "net1", &network)?;
+    let leaked = Attachment::make(ctx, "gc-nad-leaked", "net1", &network)?;
+    let leases = || {
+        ctx.node01()
+            .leases(NAD_NETWORK)
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    let ports = || -> Result<Vec<String>> {
+        Ok(ctx
+            .node01()
+            .bridge_ports(NAD_BRIDGE)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect())
+    };
+    let holds = |a: &Attachment| -> Result<bool> {
+        Ok(ports()?.contains(&a.host_veth) || leases().contains(&a.ip))
+    };
+    let leaked_at = Instant::now();
+    wait_for(
+        "the linux-bridge agent to collect the leaked net1",
+        Duration::from_secs(120),
+        || Ok((!holds(&leaked)?).then_some(())),
+    )?;
+    let took = leaked_at.elapsed();
+    check(
+        ports()?.contains(&live.host_veth) && leases().contains(&live.ip),
+        || {
+            format!(
+                "the live sandbox's net1 ({}, {}) was collected: ports {:?}, leases {:?}",
+                live.host_veth,
+                live.ip,
+                ports(),
+                leases()
+            )
+        },
+    )?;
+    let said = |a: &Attachment| -> Result<Vec<String>> {
+        let log = agent_log(ctx)?;
+        Ok(round_that_collected(&log, &a.host_veth)
+            .into_iter()
+            .map(str::to_string)
+            .collect())
+    };
+    println!(
+        "    NetworkAttachmentDefinition {NAD_NETWORK}: the net1 of a lost sandbox collected {:.1}s after it was left; the net1 of gc-nad-live's sandbox {} kept:\n      {}",
+        took.as_secs_f64(),
+        &sandbox[..12],
+        said(&leaked)?.join("\n      ")
+    );
+    delete_pod(ctx, "gc-nad-live")?;
+    let deleted = Instant::now();
+    wait_for(
+        "the linux-bridge agent to collect the deleted pod's net1",
+        Duration::from_secs(120),
+        || Ok((!holds(&live)?).then_some(())),
+    )?;
+    println!(
+        "    gc-nad-live deleted (its DEL never reached net1): collected {:.1}s later:\n      {}",
+        deleted.elapsed().as_secs_f64(),
+        said(&live)?.join("\n      ")
+    );
+    ctx.kubectl(&["delete", "network-attachment-definition", NAD_NETWORK])?;
+    run(ctx.node01().command("ip").args(["link", "del", NAD_BRIDGE]))?;
     Ok(())
 }
 

@@ -90,6 +90,24 @@ pub fn journal() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, path)
 }
 
+/// Applies `desired`, which must fail after changing the node (its route's gateway is on no
+/// link's subnet, which only the kernel knows), and checks the node is back to `before`.
+pub fn assert_a_late_failure_is_rolled_back(
+    desired: &nmstate_netlink::DesiredState,
+    before: &Value,
+) {
+    let (_dir, journal) = journal();
+    match nmstate_netlink::apply(desired, &journal) {
+        Err(nmstate_netlink::Error::Failed { cause }) => {
+            assert!(cause.contains("198.51.100.0/24"), "{cause}")
+        }
+        other => panic!("expected a failure rolled back, got {other:?}"),
+    }
+    settle();
+    assert_eq!(&state(), before);
+    assert!(!journal.exists());
+}
+
 pub fn state() -> Value {
     nmstate_netlink::current_state().expect("current state")
 }

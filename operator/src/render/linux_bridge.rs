@@ -43,6 +43,7 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
             mark: "linux-bridge",
             extra_args: &[],
             extra_mounts: Vec::new(),
+            metrics_port_offset: 0,
         },
     )
 }

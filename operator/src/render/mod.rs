@@ -498,6 +498,42 @@ mod tests {
         }
     }
 
+    /// With `GC_METRICS_PORT`, each marker agent serves its collection's metrics on a port of
+    /// its node of its own (the components share the node's network), as the container port
+    /// the operator's metrics Service targets, in pods that Service selects; without it, none.
+    #[test]
+    fn marker_agents_serve_metrics_on_ports_of_their_own_when_a_port_is_set() {
+        let applied = fill_defaults(&everything(), None, [0x4a, 0xbe]);
+        let settings = Settings {
+            gc_metrics_port: Some(9191),
+            ..Settings::defaults()
+        };
+        let out = render(&applied, &settings, &ClusterInfo::default()).unwrap();
+        for (name, port) in [(linux_bridge::DAEMON_SET, 9191), (ovs::DAEMON_SET, 9192)] {
+            let ds = &out
+                .iter()
+                .find(|r| r.object["kind"] == "DaemonSet" && r.object["metadata"]["name"] == name)
+                .unwrap()
+                .object;
+            let agent = &pod_spec(ds)["containers"][0];
+            let args = agent["command"].as_array().unwrap();
+            let at = args.iter().position(|a| a == "--metrics-address").unwrap();
+            assert_eq!(args[at + 1], format!("0.0.0.0:{port}"), "{name}");
+            assert_eq!(
+                agent["ports"],
+                serde_json::json!([{"name": "metrics", "containerPort": port, "protocol": "TCP"}])
+            );
+            assert_eq!(
+                ds["spec"]["template"]["metadata"]["labels"][crate::labels::PROMETHEUS],
+                "true"
+            );
+        }
+        let none = render(&applied, &Settings::defaults(), &ClusterInfo::default()).unwrap();
+        let text =
+            serde_json::to_string(&none.iter().map(|r| &r.object).collect::<Vec<_>>()).unwrap();
+        assert!(!text.contains("--metrics-address"));
+    }
+
     #[test]
     fn installer_arguments_use_the_configured_binary_directory() {
         let settings = Settings {

@@ -45,6 +45,7 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
             mark: "ovs",
             extra_args: &["--ovsdb", &ovsdb],
             extra_mounts: vec![common::mount(OVS_RUN_VOLUME, &run_dir_in_pod)],
+            metrics_port_offset: 1,
         },
     )
 }

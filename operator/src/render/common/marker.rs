@@ -1,7 +1,8 @@
 //! The bridge markers: the installer as a long-running container that keeps the plugins in
 //! place, marks the node's bridges and collects what lost DELs left, with its RBAC.
 
-use k8s_openapi::api::core::v1::{Container, ExecAction, Probe, VolumeMount};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Container, ContainerPort, ExecAction, Probe, VolumeMount};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::installer::{cni_bin_mount, installer_args};
@@ -12,6 +13,7 @@ use super::{
 };
 use crate::duration::format_duration;
 use crate::error::Result;
+use crate::labels;
 use crate::render::Rendered;
 use crate::spec::Component;
 
@@ -30,6 +32,9 @@ pub struct Agent<'a> {
     pub extra_args: &'a [&'a str],
     /// Extra host mounts; their volumes go in [`PluginDaemonSet::extra_volumes`].
     pub extra_mounts: Vec<VolumeMount>,
+    /// Which port after `GC_METRICS_PORT` serves this agent's metrics (agents of several
+    /// components share their node's network).
+    pub metrics_port_offset: u16,
 }
 
 /// Everything a bridge marker component renders: its service account, ClusterRole `role` and
@@ -45,17 +50,63 @@ pub fn marker(
     let component = ds.component;
     let mut out = marker_rbac(ctx, component, ds.service_account, role, binding)?;
     let mut ds = ds;
+    let metrics_port = agent.metrics_port(ctx);
     let mut main = agent_container(ctx, ds.plugins, agent);
     if collects_garbage(ctx) {
         ds.extra_volumes
             .push(host_path_volume(HOST_ROOT_VOLUME, "/"));
         with_garbage_collection(ctx, &mut main);
     }
-    out.push(to_rendered(
-        Some(component),
-        &plugin_daemon_set(ctx, ds, main),
-    )?);
+    let mut daemon_set = plugin_daemon_set(ctx, ds, main);
+    if let Some(port) = metrics_port {
+        serve_metrics(&mut daemon_set, port);
+    }
+    out.push(to_rendered(Some(component), &daemon_set)?);
     Ok(out)
+}
+
+impl Agent<'_> {
+    /// The port of its node where it serves its collection's metrics, if it collects and
+    /// `GC_METRICS_PORT` is set.
+    fn metrics_port(&self, ctx: &Ctx) -> Option<u16> {
+        let base = ctx
+            .settings
+            .gc_metrics_port
+            .filter(|_| collects_garbage(ctx))?;
+        base.checked_add(self.metrics_port_offset)
+    }
+}
+
+/// `run --metrics-address 0.0.0.0:<port>` on the node's network, as the container port
+/// `metrics`, and the pods labelled for the operator's metrics Service, whose `metrics` target
+/// port then reaches them (and its ServiceMonitor scrapes them where Prometheus runs).
+fn serve_metrics(daemon_set: &mut DaemonSet, port: u16) {
+    let Some(template) = daemon_set.spec.as_mut().map(|s| &mut s.template) else {
+        return;
+    };
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(labels::PROMETHEUS.to_string(), "true".to_string());
+    let Some(agent) = template
+        .spec
+        .as_mut()
+        .and_then(|s| s.containers.first_mut())
+    else {
+        return;
+    };
+    agent
+        .command
+        .get_or_insert_with(Vec::new)
+        .extend(["--metrics-address".to_string(), format!("0.0.0.0:{port}")]);
+    agent.ports = Some(vec![ContainerPort {
+        name: Some("metrics".to_string()),
+        container_port: i32::from(port),
+        protocol: Some("TCP".to_string()),
+        ..ContainerPort::default()
+    }]);
 }
 
 /// Whether the agents collect what lost DELs left (`GC_INTERVAL` not 0).
