@@ -92,6 +92,19 @@ mod in_guest {
         assert!(!journal.exists());
     }
 
+    fn wait_for_link_local(link: &str) {
+        for _ in 0..100 {
+            if !ip(&["-6", "addr", "show", "dev", link, "scope", "link"])
+                .trim()
+                .is_empty()
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("{link} got no IPv6 link-local address");
+    }
+
     fn bond(mode: &str, ports: &[&str]) -> Value {
         json!({"interfaces": [{
             "name": "bond0", "type": "bond", "state": "up",
@@ -252,6 +265,9 @@ mod in_guest {
         ip(&["link", "add", "br0", "type", "bridge", "stp_state", "0"]);
         ip(&["link", "set", "eth1", "master", "br0"]);
         ip(&["link", "set", "br0", "up"]);
+        // The bridge gets its link-local address once it has a carrier, a moment after it
+        // is up: the node is "before" only then.
+        wait_for_link_local("br0");
         settle();
         apply_then_roll_back(port_vlan_bridge(), || {
             json!([
