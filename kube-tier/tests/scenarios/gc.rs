@@ -376,6 +376,15 @@ fn agent_log(ctx: &Ctx) -> Result<String> {
     ctx.kubectl(&["logs", "-n", NAMESPACE, &pod, "-c", "cni-plugins"])
 }
 
+/// `cni_installer_gc_collected_total` of a `/metrics` answer (0 when absent).
+fn collected_total(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cni_installer_gc_collected_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_default()
+}
+
 /// The lines of the agent's collection round that collected `port`, from its log.
 fn round_that_collected<'l>(log: &'l str, port: &str) -> Vec<&'l str> {
     let round = log
@@ -437,6 +446,8 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
     create_pod(ctx, "gc-agent-live")?;
     let live_ip = wait_pod_ip(ctx, "gc-agent-live")?;
     let live_lease = leases_dir(ctx).join(&live_ip);
+    // Counted from here: earlier rounds of this agent may have collected other things.
+    let collected_before = collected_total(&agent_metrics(ctx)?);
     let leak = Leak::make(ctx, "gc-leaked-2")?;
     let leaked = Instant::now();
     wait_for(
@@ -457,11 +468,7 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
         said.join("\n      ")
     );
     let metrics = agent_metrics(ctx)?;
-    let collected = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("cni_installer_gc_collected_total "))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or_default();
+    let collected = collected_total(&metrics) - collected_before;
     println!(
         "    its metrics, through the operator's metrics Service's endpoints:\n      {}",
         metrics
@@ -472,7 +479,10 @@ pub fn the_node_agents_collect_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> 
     );
     // The leak alone is five things: port, lease, tuning state and two nftables chains.
     check(collected >= 5.0, || {
-        format!("the agent's metrics count {collected} things collected:\n{metrics}")
+        format!(
+            "the agent's metrics count {collected} things collected since the leak \
+             ({collected_before} before it):\n{metrics}"
+        )
     })?;
     check(exists(&live_lease), || {
         "the live pod's lease was collected".into()

@@ -486,6 +486,32 @@ pub fn max_unavailable_one_applies_node_by_node(ctx: &mut Ctx) -> Result<()> {
             println!("      {:>6.2}s  {node}: {condition}", at.as_secs_f64());
         }
     }
+    // The watch must have seen every node's whole enactment, else "never two at once" would
+    // hold of a watch that saw little.
+    for (limit, seen) in [("1", &in_turn), ("100%", &together)] {
+        for node in ctx.cluster.nodes() {
+            let last = seen.iter().rev().find(|(_, n, _)| n == node.name());
+            check(
+                last.is_some_and(|(_, _, c)| c.starts_with("Available")),
+                || {
+                    format!(
+                        "maxUnavailable {limit}: the watch did not see {} finish: {seen:?}",
+                        node.name()
+                    )
+                },
+            )?;
+            check(
+                seen.iter()
+                    .any(|(_, n, c)| n == node.name() && c.starts_with("Progressing")),
+                || {
+                    format!(
+                        "maxUnavailable {limit}: the watch did not see {} configure: {seen:?}",
+                        node.name()
+                    )
+                },
+            )?;
+        }
+    }
     check(most_configuring(&in_turn) == 1, || {
         format!("maxUnavailable 1: two nodes configured at once: {in_turn:?}")
     })
@@ -497,6 +523,13 @@ pub fn max_unavailable_one_applies_node_by_node(ctx: &mut Ctx) -> Result<()> {
 /// Reason`).
 fn enact_watched(ctx: &Ctx, name: &str, spec: &str) -> Result<Vec<(Duration, String, String)>> {
     let selector = format!("nmstate.io/policy={name}");
+    // Right after the CRDs are made, kubectl's discovery may not know `nnce` yet, and a watch
+    // would end at once: wait until it lists them.
+    wait_for(
+        "kubectl to list enactments",
+        Duration::from_secs(60),
+        || Ok(ctx.kubectl(&["get", "nnce"]).ok().map(drop)),
+    )?;
     let mut watch = ctx.cluster.kubectl_spawn(&[
         "get",
         "nnce",
