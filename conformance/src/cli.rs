@@ -63,9 +63,38 @@ pub struct Cli {
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
     pub host_teardown: Option<String>,
 
+    /// NAME=VALUE in every plugin call's environment besides PATH and the CNI_ variables, as a
+    /// runtime passes its own environment on (repeatable); the spec's CNI_ variables are the
+    /// suite's
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = env_var)]
+    pub env: Vec<(String, String)>,
+
     /// Print every invocation (env, stdin, exit, stdout, stderr) to stderr
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+/// The variables the spec defines, which the suite sets for each call itself.
+const CNI_VARIABLES: [&str; 6] = [
+    "CNI_COMMAND",
+    "CNI_CONTAINERID",
+    "CNI_NETNS",
+    "CNI_IFNAME",
+    "CNI_ARGS",
+    "CNI_PATH",
+];
+
+fn env_var(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    if name.is_empty() || name.contains('\0') || value.contains('\0') {
+        return Err(format!("{text:?} is not NAME=VALUE"));
+    }
+    if CNI_VARIABLES.contains(&name) || name == "PATH" {
+        return Err(format!("{name} is set by the suite itself"));
+    }
+    Ok((name.to_string(), value.to_string()))
 }
 
 fn binary_name(text: &str) -> Result<String, String> {
@@ -103,6 +132,7 @@ impl Cli {
             timeout: Duration::from_secs(self.timeout),
             host_setup: self.host_setup,
             host_teardown: self.host_teardown,
+            env: self.env,
         })
     }
 }
@@ -164,6 +194,19 @@ mod tests {
             Some("ip link add a type veth peer name b")
         );
         assert_eq!(cli.host_teardown.as_deref(), Some("echo done"));
+    }
+
+    #[test]
+    fn env_options_are_kept_in_order_and_cni_names_refused() {
+        let cli = parse(&["--env", "A=1", "--env=B=x=y"]).expect("valid arguments");
+        assert_eq!(
+            cli.env,
+            vec![("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
+        for bad in ["CNI_COMMAND=ADD", "CNI_PATH=/x", "PATH=/x", "novalue", "=1"] {
+            assert!(parse(&["--env", bad]).is_err(), "{bad:?}");
+        }
+        assert!(parse(&["--env", "CNI_NODE_POLICY=/p.json"]).is_ok());
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct Runner {
     pub plugin: PathBuf,
     /// PATH given to the plugin (for helpers it may run).
     pub path_env: String,
+    /// What the runtime's own environment adds (`--env`).
+    pub runtime_env: Vec<(String, String)>,
     pub timeout: Duration,
 }
 
@@ -63,8 +65,8 @@ fn kill_group(pid: u32) {
 }
 
 impl Runner {
-    /// Run the plugin in network namespace `host_ns` with exactly `env`
-    /// (plus PATH) and `stdin`.
+    /// Run the plugin in network namespace `host_ns` with exactly `env` (plus PATH and the
+    /// runtime's own variables) and `stdin`.
     pub fn run(&self, host_ns: &str, env: &[(&'static str, String)], stdin: &[u8]) -> Output {
         let mut cmd = Command::new("ip");
         cmd.arg("netns")
@@ -72,7 +74,8 @@ impl Runner {
             .arg(host_ns)
             .arg(&self.plugin)
             .env_clear()
-            .env("PATH", &self.path_env);
+            .env("PATH", &self.path_env)
+            .envs(self.runtime_env.iter().map(|(k, v)| (k, v)));
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -51,6 +51,8 @@ pub struct Options {
     pub host_setup: Option<String>,
     /// `--host-teardown`: run there when the check ends, before the namespaces go.
     pub host_teardown: Option<String>,
+    /// `--env`: in every plugin call's environment.
+    pub env: Vec<(String, String)>,
 }
 
 /// One run of the suite against one plugin: the report so far, and every invocation's stdout
@@ -97,6 +99,7 @@ impl Suite {
         let runner = Runner {
             plugin: opts.plugin_dir.join(&opts.plugin),
             path_env,
+            runtime_env: opts.env.clone(),
             timeout: opts.timeout,
         };
         let report = Report::new(opts.filter.clone());
@@ -128,6 +131,9 @@ impl Suite {
             .flatten()
         {
             report::comment(&format!("{} {:?}", hook.option, hook.command));
+        }
+        for (name, value) in &self.runner.runtime_env {
+            report::comment(&format!("--env {name}={value}"));
         }
     }
 

@@ -61,7 +61,12 @@ fn main() {
             .env("CNI_NETNS", pod.ns.path_str())
             .env("CNI_IFNAME", IFNAME)
             .env("CNI_PATH", our_plugin_dir())
-            .env(ovs::cache::ROOT_ENV, node.cache_root());
+            .env(ovs::cache::ROOT_ENV, node.cache_root())
+            // the node's private OVSDB socket is in a temp dir: allowed by the tests' policy
+            .env(
+                netns_tests::NODE_POLICY_ENV,
+                netns_tests::test_node_policy(),
+            );
         measure(cmd, conf.as_bytes())
     };
     let host = "vethbench0";

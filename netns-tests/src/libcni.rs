@@ -250,7 +250,10 @@ impl LibcniAttachment {
             }
             None => Command::new(&self.driver),
         };
-        cmd.env_clear().env("PATH", PLUGIN_ENV_PATH);
+        // libcni hands the plugins its own environment: the tests' node policy among it.
+        cmd.env_clear()
+            .env("PATH", PLUGIN_ENV_PATH)
+            .env(crate::NODE_POLICY_ENV, crate::test_node_policy());
         cmd.arg(verb).arg("--conflist").arg(&self.conflist);
         cmd
     }

@@ -401,3 +401,28 @@ fn every_hostile_path_or_socket_is_refused_by_every_verb_and_the_node_is_untouch
     assert!(changed.is_empty(), "written on the node: {changed:?}");
     assert_eq!(root_before, root_after, "entries of / changed");
 }
+
+/// What users copy into `/opt/cni/bin` (the README's `target/cni-bin/*`, the aarch64 build, the
+/// image's plugin directories) holds the plugins and nothing that widens what a config may name:
+/// the tests' node policy, which allows `/tmp`, is theirs alone (`CNI_NODE_POLICY`).
+#[test]
+fn the_built_plugin_directories_hold_no_node_policy() {
+    // The x86_64 build must be there: this checks it, it does not skip it.
+    netns_tests::our_plugin("bridge");
+    let target = netns_tests::target_dir();
+    let dirs = [
+        our_plugin_dir(),
+        target.join("aarch64/cni-bin"),
+        target.join("image/amd64/plugins"),
+        target.join("image/arm64/plugins"),
+    ];
+    let found: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join("node-policy.json"))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "a node policy among the built plugins: {found:?}"
+    );
+}
