@@ -52,12 +52,31 @@ impl Builder {
 
     fn buildah(&self) -> Command {
         let mut cmd = Command::new("buildah");
+        // buildah sets up its CNI network even for a build without RUN steps, and would make
+        // /etc/cni/net.d/cni.lock on the host: its network config lives here instead.
+        cmd.env("CONTAINERS_CONF", self.containers_conf());
         cmd.arg("--root")
             .arg(self.root.join("root"))
             .arg("--runroot")
             .arg(self.root.join("run"))
             .args(["--storage-driver", "vfs"]);
         cmd
+    }
+
+    /// A containers.conf of the builder's own, naming a CNI config directory inside it.
+    fn containers_conf(&self) -> PathBuf {
+        let conf = self.root.join("containers.conf");
+        if !conf.exists() {
+            let cni = self.root.join("cni");
+            // Written before the first build; a failure shows there as buildah's error.
+            let _ = std::fs::create_dir_all(&cni).and_then(|()| {
+                std::fs::write(
+                    &conf,
+                    format!("[network]\nnetwork_config_dir = \"{}\"\n", cni.display()),
+                )
+            });
+        }
+        conf
     }
 
     /// `buildah bud -f <containerfile> -t <tag> <context>`, then pushed to the registry.
