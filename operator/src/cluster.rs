@@ -35,6 +35,17 @@ pub const MONITORING_CRDS: [&str; 2] = [
 /// A CRD every OpenShift 4 cluster has (the config.openshift.io group).
 pub const OPENSHIFT_CRD: &str = "infrastructures.config.openshift.io";
 
+/// The CRDs that tell what the cluster offers: their coming or going changes what is rendered,
+/// so the controller watches them and reconciles at once instead of at its next resync.
+/// (kubernetes-nmstate's policy CRD is left to the resync: the operator applies it itself.)
+pub const OFFER_CRDS: [&str; 5] = [
+    OPENSHIFT_CRD,
+    CERT_MANAGER_CRDS[0],
+    CERT_MANAGER_CRDS[1],
+    MONITORING_CRDS[0],
+    MONITORING_CRDS[1],
+];
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClusterInfo {
     /// OpenShift 4: its service CA issues serving certificates.

@@ -237,6 +237,13 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
         rule(&[""], &["nodes"], &["get", "list"]),
         // A kubernetes-nmstate handler installed otherwise, in whatever namespace.
         rule(&["apps"], &["daemonsets"], &["list"]),
+        // What the cluster offers (cert-manager, the Prometheus operator, OpenShift) is watched
+        // through their CRDs.
+        rule(
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            &["list", "watch"],
+        ),
     ];
     for (group, plurals) in &rendered_kinds(false) {
         rules.push(rule(&[group], plurals, &MANAGE));

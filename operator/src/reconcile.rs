@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::ListParams;
 use kube::runtime::controller::{self, Action, Controller};
@@ -26,6 +27,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::apply;
+use crate::cluster::OFFER_CRDS;
 use crate::converge::converge;
 use crate::defaults::random_prefix;
 use crate::desired::{desired_state, owner_reference, Desired, Failure};
@@ -94,9 +96,10 @@ impl Ctx {
     }
 }
 
-/// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, and the
-/// DaemonSets and Deployments carrying the managed-by label in the operand namespace (each change
-/// reconciles `cluster`). `metrics` is what the probes and `/metrics` report.
+/// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, the
+/// DaemonSets and Deployments carrying the managed-by label in the operand namespace, and the
+/// CRDs that tell what the cluster offers (each change reconciles `cluster`). `metrics` is what
+/// the probes and `/metrics` report.
 pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State>) -> Result<()> {
     let namespace = settings.namespace.clone();
     tracing::info!(
@@ -119,17 +122,27 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
     let only_cluster = watcher::Config::default().fields(&format!("metadata.name={CONFIG_NAME}"));
     let managed = watcher::Config::default().labels(&labels::managed_selector());
-    Controller::new(configs, only_cluster)
+    let mut controller = Controller::new(configs, only_cluster)
         .watches(
             Api::<DaemonSet>::namespaced(client.clone(), &namespace),
             managed.clone(),
             |_| Some(ObjectRef::new(CONFIG_NAME)),
         )
         .watches(
-            Api::<Deployment>::namespaced(client, &namespace),
+            Api::<Deployment>::namespaced(client.clone(), &namespace),
             managed,
             |_| Some(ObjectRef::new(CONFIG_NAME)),
-        )
+        );
+    // cert-manager or the Prometheus operator installed (or removed) later is acted upon at
+    // once: one watch per CRD, by name (a field selector takes one name).
+    for crd in OFFER_CRDS {
+        controller = controller.watches(
+            Api::<CustomResourceDefinition>::all(client.clone()),
+            watcher::Config::default().fields(&format!("metadata.name={crd}")),
+            |_| Some(ObjectRef::new(CONFIG_NAME)),
+        );
+    }
+    controller
         .with_config(controller::Config::default().debounce(Duration::from_secs(1)))
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
