@@ -107,6 +107,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         }
     }
 
+    /// How many of pod `namespace/pod`'s containers (its sandbox's pause container aside) have
+    /// a running task on node `node`.
+    pub fn running_containers(&self, node: usize, namespace: &str, pod: &str) -> Result<usize> {
+        let filter = format!(
+            "{},labels.\"io.cri-containerd.kind\"==container",
+            of_pod(namespace, pod)
+        );
+        let ids = self.containers(node, &filter)?;
+        // `ctr tasks list`: TASK PID STATUS
+        let tasks = run(self.ctr(node).args(["tasks", "list"]))?;
+        Ok(tasks
+            .lines()
+            .filter_map(|l| {
+                let mut fields = l.split_whitespace();
+                Some((fields.next()?, fields.nth(1)?))
+            })
+            .filter(|(id, status)| *status == "RUNNING" && ids.iter().any(|i| i == id))
+            .count())
+    }
+
     /// `ctr containers list -q <filter>` on node `node`.
     fn containers(&self, node: usize, filter: &str) -> Result<Vec<String>> {
         let out = run(self.ctr(node).args(["containers", "list", "-q", filter]))?;

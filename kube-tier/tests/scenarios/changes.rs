@@ -296,14 +296,16 @@ pub fn second_field_manager(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// The linux-bridge DaemonSet as the cluster-network-addons-operator creates it: its labels, its
-/// container running a copy script and `sleep infinity`, no label of ours.
+/// container running a copy script and `sleep infinity`, no label of ours. Its pods stop within a
+/// second (CNAO's shell ignores SIGTERM and waits out 30 s of grace on each node, which is not
+/// what this takeover measures).
 fn cnao_daemon_set(image: &str) -> String {
     format!(
         "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {LINUX_BRIDGE_DS}\n  namespace: {NAMESPACE}\n  \
          labels:\n    tier: node\n    app: cni-plugins\n    app.kubernetes.io/managed-by: cnao-operator\n\
          spec:\n  selector:\n    matchLabels:\n      name: {LINUX_BRIDGE_DS}\n  template:\n    metadata:\n      \
          labels:\n        name: {LINUX_BRIDGE_DS}\n        tier: node\n        app: cni-plugins\n    spec:\n      \
-         containers:\n      - name: cni-plugins\n        image: {image}\n        \
+         terminationGracePeriodSeconds: 1\n      containers:\n      - name: cni-plugins\n        image: {image}\n        \
          command: [\"/bin/sh\", \"-c\", \"sleep infinity\"]\n"
     )
 }

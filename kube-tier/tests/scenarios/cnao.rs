@@ -207,6 +207,19 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     outcome.and(cleaned)
 }
 
+/// Whether `pod` is being deleted and its node's containerd runs none of its containers.
+fn stopped_on_its_node(ctx: &Ctx, pod: &Value) -> Result<bool> {
+    if pod["metadata"]["deletionTimestamp"].is_null() {
+        return Ok(false);
+    }
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+    let Some(index) = ctx.cluster.nodes().iter().position(|n| n.name() == node) else {
+        return Ok(false);
+    };
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    Ok(ctx.cluster.running_containers(index, NAMESPACE, name)? == 0)
+}
+
 /// The status as CNAO's operator writes it (an update of the status subresource, by its own
 /// field manager), with a field ours never writes (`notDeployed` when everything is deployed).
 fn write_cnao_status(ctx: &Ctx, nac: &Value) -> Result<()> {
@@ -265,19 +278,34 @@ fn switch_from_cnao(ctx: &Ctx) -> Result<()> {
     // CNAO's operator is gone; its config and operands stay.
     ctx.scale_operator(0)?;
     // Kubelet 1.20.2 can leave a stopped pod Terminating until its next garbage collection of
-    // sandboxes, a minute later (kubernetes/kubernetes#97288): wait past two of them.
+    // sandboxes, a minute later (kubernetes/kubernetes#97288). Once its node's containerd runs
+    // none of the pod's containers, no operator runs in it: the pod is deleted for good then.
     wait_for("no operator pod", Duration::from_secs(180), || {
-        let pods = ctx.kubectl(&[
+        let pods = ctx.get(&[
             "get",
             "pods",
             "-n",
             NAMESPACE,
             "-l",
             &format!("name={OPERATOR}"),
-            "-o",
-            "name",
         ])?;
-        Ok(pods.trim().is_empty().then_some(()))
+        let pods = pods["items"].as_array().cloned().unwrap_or_default();
+        for pod in &pods {
+            if stopped_on_its_node(ctx, pod)? {
+                let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+                ctx.kubectl(&[
+                    "delete",
+                    "pod",
+                    name,
+                    "-n",
+                    NAMESPACE,
+                    "--force",
+                    "--grace-period=0",
+                    "--ignore-not-found",
+                ])?;
+            }
+        }
+        Ok(pods.is_empty().then_some(()))
     })?;
     ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: IfNotPresent\n")?;
     let nac = ctx.nac()?;
@@ -382,8 +410,17 @@ fn switch_from_cnao(ctx: &Ctx) -> Result<()> {
     )?;
     // The ServiceAccount and the Service are CNAO's objects still, now ours: the token pod was
     // never refused, before, during or after the switch.
-    std::thread::sleep(Duration::from_secs(3));
-    let calls = token_calls(ctx)?;
+    let calls = wait_for(
+        "a call of the token pod's accepted after the switch",
+        Duration::from_secs(30),
+        || {
+            let calls = token_calls(ctx)?;
+            let after = calls
+                .iter()
+                .any(|(at, code)| *at > switch_ended && code == "200");
+            Ok(after.then_some(calls))
+        },
+    )?;
     let account_after = identity(ctx, "serviceaccount", MARKER_SA)?;
     let service_after = identity(ctx, "service", METRICS_SERVICE)?;
     // Only the API server's 401 or 403 refuses the token. A call with no HTTP answer (`none`:

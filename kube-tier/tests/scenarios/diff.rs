@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use kube_tier::daemon::run;
 
-use super::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
+use super::operator::{LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
 /// `render --diff -f <spec>` as the operator in the cluster would see it: its environment, and
@@ -42,9 +42,7 @@ fn render_diff(ctx: &Ctx, spec: &str) -> Result<String> {
 
 pub fn render_diff_shows_a_change_without_making_it(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
-    reset(ctx)?;
-    ctx.apply_nac(OWN_SPEC)?;
-    ctx.kubectl_wait("Available", "240s")?;
+    ctx.start_from(OWN_SPEC)?;
 
     let same = render_diff(ctx, OWN_SPEC)?;
     check(

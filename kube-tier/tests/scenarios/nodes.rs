@@ -474,8 +474,9 @@ fn lose_node(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
         || Ok(progressing(&ctx.nac()?).filter(|m| m.contains(&waiting))),
     )?;
     let said = lost.elapsed();
-    // Sampled until well past the progress timeout: never Degraded, always saying why.
-    let until = Instant::now() + SHORT_PROGRESS_TIMEOUT * 3;
+    // Sampled until twice the progress timeout has passed since the message: never Degraded,
+    // always saying why.
+    let until = Instant::now() + SHORT_PROGRESS_TIMEOUT * 2;
     while Instant::now() < until {
         let nac = ctx.nac()?;
         let degraded = crate::nac_condition(&nac, "Degraded");

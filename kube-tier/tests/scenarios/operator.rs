@@ -647,9 +647,7 @@ const METRICS_SERVICE: &str = "cluster-network-addons-operator-prometheus-metric
 /// operator's CRDs are there.
 pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
-    reset(ctx)?;
-    ctx.apply_nac(OWN_SPEC)?;
-    ctx.kubectl_wait("Available", "240s")?;
+    ctx.start_from(OWN_SPEC)?;
     let path = format!(
         "/api/v1/namespaces/{NAMESPACE}/services/http:{METRICS_SERVICE}:metrics/proxy/metrics"
     );
@@ -734,9 +732,7 @@ pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
 /// OpenShift's CNI directory.
 pub fn openshift_sccs(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
-    reset(ctx)?;
-    ctx.apply_nac(OWN_SPEC)?;
-    ctx.kubectl_wait("Available", "240s")?;
+    ctx.start_from(OWN_SPEC)?;
     ctx.apply(&format!(
         "{}{}",
         stand_in_crds_scoped(
