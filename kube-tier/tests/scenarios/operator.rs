@@ -724,7 +724,19 @@ pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
         "prometheusrules.monitoring.coreos.com",
         "--timeout=60s",
     ])?;
-    outcome
+    outcome?;
+    // The Prometheus operator gone, what was rendered for it goes too, at once (the operator
+    // watches those CRDs), and the config is as the next scenario finds it.
+    wait_for(
+        "the monitoring Role and RoleBinding to be deleted",
+        Duration::from_secs(30),
+        || {
+            let role = "cluster-network-addons-operator-monitoring";
+            Ok((!ctx.exists("role", role, Some(NAMESPACE))?
+                && !ctx.exists("rolebinding", role, Some(NAMESPACE))?)
+            .then_some(()))
+        },
+    )
 }
 
 /// With OpenShift's config and SCC APIs served, each node agent's service account gets its
