@@ -163,6 +163,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::changes::placement_change,
     ),
     (
+        "a_new_mac_range_is_the_clusters_own",
+        scenarios::changes::a_new_mac_range_is_the_clusters_own,
+    ),
+    (
         "kubemacpool_range_change_converges",
         scenarios::changes::mac_range_change,
     ),

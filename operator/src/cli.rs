@@ -60,7 +60,8 @@ pub enum Command {
         /// A previously applied spec (JSON or YAML) whose defaults carry over
         #[arg(long, value_name = "F")]
         previous: Option<PathBuf>,
-        /// The two random octets of a new kubeMacPool range (default: random)
+        /// The two octets after 02 of a new kubeMacPool range (default: random offline, the
+        /// cluster's own with --diff)
         #[arg(long, value_name = "XX:XX", value_parser = parse_mac_prefix)]
         mac_prefix: Option<[u8; 2]>,
         /// Render for a cluster with cert-manager (which the operator finds by itself)
@@ -189,11 +190,7 @@ fn diff_cr(cr_yaml: &str, prefix: Option<[u8; 2]>, settings: &Settings) -> Resul
         .enable_all()
         .build()
         .map_err(|e| Error::wrap("start the runtime", e))?;
-    let report = runtime.block_on(crate::diff::diff_live(
-        &cr,
-        settings,
-        prefix.unwrap_or_else(random_prefix),
-    ))?;
+    let report = runtime.block_on(crate::diff::diff_live(&cr, settings, prefix))?;
     print_out(&report)
 }
 

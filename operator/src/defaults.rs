@@ -76,13 +76,54 @@ pub fn default_workloads_placement() -> Placement {
     }
 }
 
-/// A random `02:XX:XX:00:00:00`-`02:XX:XX:FF:FF:FF` range from two random bytes.
-pub fn random_mac_range(prefix: [u8; 2]) -> (String, String) {
+/// The MAC range's prefix of the cluster whose `kube-system` Namespace has `uid`: the first two
+/// bytes of the UID's 64-bit FNV-1a hash, mixed by MurmurHash3's 64-bit finalizer. The same
+/// cluster always derives the same range (a reinstalled operator, a lost record), and two
+/// clusters on one L2 share one only when their hashes share two bytes, as random prefixes
+/// drawn again at every install could.
+pub fn cluster_prefix(uid: &str) -> [u8; 2] {
+    // Both steps are small and fixed for good, so a range derived once is derived again by
+    // every later version of the operator. FNV-1a alone leaves its high bytes to the first
+    // bytes of the input: the finalizer spreads every byte over all of them.
+    let fnv = uid.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let mut k = fnv ^ (fnv >> 33);
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    let [a, b, ..] = k.to_be_bytes();
+    [a, b]
+}
+
+/// The `02:XX:XX:00:00:00`-`02:XX:XX:FF:FF:FF` range of a two-byte prefix.
+pub fn mac_range_of_prefix(prefix: [u8; 2]) -> (String, String) {
     let [a, b] = prefix;
     (
         format!("02:{a:02x}:{b:02x}:00:00:00"),
         format!("02:{a:02x}:{b:02x}:ff:ff:ff"),
     )
+}
+
+/// The prefix of this cluster's MAC range ([`cluster_prefix`] of the `kube-system` Namespace's
+/// UID), or two random bytes when that Namespace cannot be read (and a warning says so).
+pub async fn cluster_mac_prefix(client: &kube::Client) -> [u8; 2] {
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(client.clone());
+    match namespaces.get("kube-system").await {
+        Ok(ns) if ns.metadata.uid.is_some() => {
+            cluster_prefix(ns.metadata.uid.as_deref().unwrap_or_default())
+        }
+        outcome => {
+            let why = match outcome {
+                Err(e) => e.to_string(),
+                Ok(_) => "it has no uid".to_string(),
+            };
+            tracing::warn!(error = %why, "cannot read the kube-system Namespace: a new MAC range is random");
+            random_prefix()
+        }
+    }
 }
 
 /// Two random bytes from the kernel.
@@ -95,7 +136,8 @@ pub fn random_prefix() -> [u8; 2] {
 }
 
 /// `spec` with every default explicit: values from `prev` (the last applied spec) when it has
-/// them, else this operator's defaults. `prefix` seeds a new random MAC range.
+/// them, else this operator's defaults. `prefix` makes a new MAC range (the cluster's own,
+/// [`cluster_prefix`], as CNAO would make a random one).
 pub fn fill_defaults(
     spec: &NetworkAddonsConfigSpec,
     prev: Option<&NetworkAddonsConfigSpec>,
@@ -121,7 +163,7 @@ pub fn fill_defaults(
                     pool.range_end = p.range_end.clone();
                 }
                 None => {
-                    let (start, end) = random_mac_range(prefix);
+                    let (start, end) = mac_range_of_prefix(prefix);
                     pool.range_start = start;
                     pool.range_end = end;
                 }

@@ -190,11 +190,16 @@ pub fn report(changes: &[(Identity, Change)]) -> String {
 pub async fn diff_live(
     cr: &NetworkAddonsConfig,
     settings: &Settings,
-    prefix: [u8; 2],
+    prefix: Option<[u8; 2]>,
 ) -> Result<String> {
     let client = Client::try_default()
         .await
         .map_err(|e| Error::wrap("connect to the API server", e))?;
+    // A new MAC range is the one the operator in that cluster would make.
+    let prefix = match prefix {
+        Some(prefix) => prefix,
+        None => crate::defaults::cluster_mac_prefix(&client).await,
+    };
     Ok(report(&diff(&client, cr, settings, prefix).await?))
 }
 

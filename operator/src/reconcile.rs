@@ -29,7 +29,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use crate::apply;
 use crate::cluster::OFFER_CRDS;
 use crate::converge::converge;
-use crate::defaults::random_prefix;
+use crate::defaults::{cluster_mac_prefix, random_prefix};
 use crate::desired::{desired_state, owner_reference, Desired, Failure};
 use crate::error::{describe, Error, Result};
 use crate::events::{self, Events};
@@ -45,7 +45,7 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 
 /// The current time; tests move it.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-/// Two random bytes for a new MAC range; tests fix them.
+/// The two bytes a new MAC range starts with: the cluster's own once it runs, fixed by tests.
 pub type PrefixSource = Arc<dyn Fn() -> [u8; 2] + Send + Sync>;
 
 /// What every reconcile shares.
@@ -65,7 +65,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// The real clock and the kernel's randomness.
+    /// The real clock, and a random MAC prefix until [`Ctx::with_prefix`] gives the cluster's.
     pub fn new(client: Client, settings: Settings) -> Ctx {
         Ctx {
             events: Events::new(client.clone(), &settings.pod_name),
@@ -118,7 +118,12 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State
         );
     }
     metrics.set_leading();
-    let ctx = Arc::new(Ctx::new(client.clone(), settings).with_metrics(metrics.clone()));
+    let prefix = cluster_mac_prefix(&client).await;
+    let ctx = Arc::new(
+        Ctx::new(client.clone(), settings)
+            .with_prefix(Arc::new(move || prefix))
+            .with_metrics(metrics.clone()),
+    );
     let configs: Api<NetworkAddonsConfig> = Api::all(client.clone());
     let only_cluster = watcher::Config::default().fields(&format!("metadata.name={CONFIG_NAME}"));
     let managed = watcher::Config::default().labels(&labels::managed_selector());

@@ -10,7 +10,7 @@ fn spec(yaml: &str) -> NetworkAddonsConfigSpec {
 }
 
 #[test]
-fn a_new_kubemacpool_gets_a_random_local_unicast_range() {
+fn a_new_kubemacpool_gets_the_local_unicast_range_of_its_prefix() {
     let filled = fill_defaults(&spec("kubeMacPool: {}"), None, [0x12, 0xab]);
     let pool = filled.kube_mac_pool.expect("pool");
     assert_eq!(pool.range_start, "02:12:ab:00:00:00");
@@ -26,7 +26,26 @@ fn filled_with(pool: &network_addons_operator::spec::KubeMacPool) -> NetworkAddo
 }
 
 #[test]
-fn the_random_range_is_kept_from_the_applied_spec() {
+fn a_clusters_prefix_is_derived_from_its_kube_system_uid_alone() {
+    let uid = "4f1c2a3b-0d5e-4c6f-8a7b-9c0d1e2f3a4b";
+    assert_eq!(cluster_prefix(uid), cluster_prefix(uid));
+    // Fixed values: every later version of the operator must derive the same.
+    assert_eq!(cluster_prefix(""), [0xef, 0xd0]);
+    assert_eq!(cluster_prefix("a"), [0x82, 0xa2]);
+}
+
+#[test]
+fn clusters_with_other_uids_get_other_ranges() {
+    let prefixes: std::collections::BTreeSet<[u8; 2]> = (0..1000)
+        .map(|i| cluster_prefix(&format!("00000000-0000-4000-8000-{i:012x}")))
+        .collect();
+    // 1000 UIDs that differ only in their last digits, in 65536 prefixes: a handful may
+    // share one, as random draws would (about 8 in 1000).
+    assert!(prefixes.len() > 980, "{} distinct of 1000", prefixes.len());
+}
+
+#[test]
+fn the_derived_range_is_kept_from_the_applied_spec() {
     let prev = fill_defaults(&spec("kubeMacPool: {}"), None, [0x12, 0xab]);
     let again = fill_defaults(&spec("kubeMacPool: {}"), Some(&prev), [0x99, 0x99]);
     assert_eq!(again.kube_mac_pool, prev.kube_mac_pool);

@@ -118,6 +118,40 @@ fn kubemacpool_env(ctx: &Ctx) -> Result<String> {
     Ok(d["spec"]["template"]["spec"]["containers"].to_string())
 }
 
+/// `kubeMacPool: {}` on a cluster that never had a range gets the cluster's own: its prefix
+/// derived from the `kube-system` Namespace's UID, the same on every install.
+pub fn a_new_mac_range_is_the_clusters_own(ctx: &mut Ctx) -> Result<()> {
+    super::operator::reset(ctx)?;
+    ctx.apply_nac("linuxBridge: {}\nkubeMacPool: {}\n")?;
+    let uid = ctx.get(&["get", "namespace", "kube-system"])?["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let [a, b] = network_addons_operator::defaults::cluster_prefix(&uid);
+    let (start, end) = (
+        format!("02:{a:02x}:{b:02x}:00:00:00"),
+        format!("02:{a:02x}:{b:02x}:ff:ff:ff"),
+    );
+    wait_for(
+        "kubemacpool with the cluster's range",
+        Duration::from_secs(90),
+        || {
+            Ok(kubemacpool_env(ctx)
+                .ok()
+                .filter(|e| e.contains(&start) && e.contains(&end))
+                .map(drop))
+        },
+    )
+    .with_context(|| {
+        format!(
+            "kube-system {uid}: not {start}-{end} in {}",
+            kubemacpool_env(ctx).unwrap_or_default()
+        )
+    })?;
+    println!("    kube-system's uid {uid}: the range {start}-{end}");
+    Ok(())
+}
+
 pub fn mac_range_change(ctx: &mut Ctx) -> Result<()> {
     let spec = |end: &str| {
         format!("linuxBridge: {{}}\nkubeMacPool:\n  rangeStart: \"02:10:00:00:00:00\"\n  rangeEnd: \"{end}\"\n")
