@@ -606,6 +606,36 @@ impl Ctx {
         Ok(!self.kubectl(&args)?.trim().is_empty())
     }
 
+    /// Deletes for good each of `pods` that is being deleted while its node's containerd runs
+    /// none of its containers any more: kubelet 1.20.2 can leave such a pod Terminating until
+    /// its next collection of sandboxes, a minute later (kubernetes/kubernetes#97288).
+    pub fn delete_stopped_pods(&self, pods: &[Value]) -> Result<()> {
+        for pod in pods {
+            if pod["metadata"]["deletionTimestamp"].is_null() {
+                continue;
+            }
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+            let Some(index) = self.cluster.nodes().iter().position(|n| n.name() == node) else {
+                continue;
+            };
+            let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            if self.cluster.running_containers(index, namespace, name)? == 0 {
+                self.kubectl(&[
+                    "delete",
+                    "pod",
+                    name,
+                    "-n",
+                    namespace,
+                    "--force",
+                    "--grace-period=0",
+                    "--ignore-not-found",
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
     /// node01, where the scenarios that look at one node run their pods.
     pub fn node01(&self) -> &Node {
         self.cluster.node(0)

@@ -207,19 +207,6 @@ pub fn in_place_from_cnao(ctx: &mut Ctx) -> Result<()> {
     outcome.and(cleaned)
 }
 
-/// Whether `pod` is being deleted and its node's containerd runs none of its containers.
-fn stopped_on_its_node(ctx: &Ctx, pod: &Value) -> Result<bool> {
-    if pod["metadata"]["deletionTimestamp"].is_null() {
-        return Ok(false);
-    }
-    let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-    let Some(index) = ctx.cluster.nodes().iter().position(|n| n.name() == node) else {
-        return Ok(false);
-    };
-    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-    Ok(ctx.cluster.running_containers(index, NAMESPACE, name)? == 0)
-}
-
 /// The status as CNAO's operator writes it (an update of the status subresource, by its own
 /// field manager), with a field ours never writes (`notDeployed` when everything is deployed).
 fn write_cnao_status(ctx: &Ctx, nac: &Value) -> Result<()> {
@@ -290,21 +277,7 @@ fn switch_from_cnao(ctx: &Ctx) -> Result<()> {
             &format!("name={OPERATOR}"),
         ])?;
         let pods = pods["items"].as_array().cloned().unwrap_or_default();
-        for pod in &pods {
-            if stopped_on_its_node(ctx, pod)? {
-                let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-                ctx.kubectl(&[
-                    "delete",
-                    "pod",
-                    name,
-                    "-n",
-                    NAMESPACE,
-                    "--force",
-                    "--grace-period=0",
-                    "--ignore-not-found",
-                ])?;
-            }
-        }
+        ctx.delete_stopped_pods(&pods)?;
         Ok(pods.is_empty().then_some(()))
     })?;
     ctx.apply_nac("linuxBridge: {}\nimagePullPolicy: IfNotPresent\n")?;

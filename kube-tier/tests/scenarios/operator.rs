@@ -158,7 +158,9 @@ pub fn least_privilege(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// Deletes the NetworkAddonsConfig, if any, and waits until the garbage collector took its
-/// objects (the applied record included), so the next test starts from a clean cluster.
+/// objects (the applied record included) and its node agents' pods are gone, so the next test
+/// starts from a clean cluster. (A node agent's pod left Terminating would hold its host port,
+/// and keep the next config's pod on that node from being scheduled.)
 pub fn reset(ctx: &Ctx) -> Result<()> {
     ctx.kubectl(&[
         "delete",
@@ -175,7 +177,23 @@ pub fn reset(ctx: &Ctx) -> Result<()> {
             Ok(left.is_empty().then_some(()))
         },
     )
-    .with_context(|| format!("left: {:?}", owned_objects(ctx).unwrap_or_default()))
+    .with_context(|| format!("left: {:?}", owned_objects(ctx).unwrap_or_default()))?;
+    wait_for(
+        "the previous config's node agents to be gone",
+        Duration::from_secs(120),
+        || {
+            let pods = ctx.get(&["get", "pods", "-n", NAMESPACE])?;
+            let agents: Vec<Value> = pods["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet")
+                .cloned()
+                .collect();
+            ctx.delete_stopped_pods(&agents)?;
+            Ok(agents.is_empty().then_some(()))
+        },
+    )
 }
 
 /// Objects in the operand namespace or cluster-wide that carry the operator's component label.
