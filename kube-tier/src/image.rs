@@ -44,10 +44,12 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn new(dir: &Path) -> Builder {
-        Builder {
+    pub fn new(dir: &Path) -> Result<Builder> {
+        let builder = Builder {
             root: dir.to_path_buf(),
-        }
+        };
+        builder.write_containers_conf()?;
+        Ok(builder)
     }
 
     fn buildah(&self) -> Command {
@@ -65,18 +67,19 @@ impl Builder {
 
     /// A containers.conf of the builder's own, naming a CNI config directory inside it.
     fn containers_conf(&self) -> PathBuf {
-        let conf = self.root.join("containers.conf");
-        if !conf.exists() {
-            let cni = self.root.join("cni");
-            // Written before the first build; a failure shows there as buildah's error.
-            let _ = std::fs::create_dir_all(&cni).and_then(|()| {
-                std::fs::write(
-                    &conf,
-                    format!("[network]\nnetwork_config_dir = \"{}\"\n", cni.display()),
-                )
-            });
-        }
-        conf
+        self.root.join("containers.conf")
+    }
+
+    /// Writes [`Builder::containers_conf`]: before the first build, so that no buildah run
+    /// falls back to the host's `/etc/cni`.
+    fn write_containers_conf(&self) -> Result<()> {
+        let cni = self.root.join("cni");
+        std::fs::create_dir_all(&cni)?;
+        std::fs::write(
+            self.containers_conf(),
+            format!("[network]\nnetwork_config_dir = \"{}\"\n", cni.display()),
+        )
+        .with_context(|| format!("write {}", self.containers_conf().display()))
     }
 
     /// `buildah bud -f <containerfile> -t <tag> <context>`, then pushed to the registry.

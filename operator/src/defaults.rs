@@ -107,22 +107,31 @@ pub fn mac_range_of_prefix(prefix: [u8; 2]) -> (String, String) {
 }
 
 /// The prefix of this cluster's MAC range ([`cluster_prefix`] of the `kube-system` Namespace's
-/// UID), or two random bytes when that Namespace cannot be read (and a warning says so).
-pub async fn cluster_mac_prefix(client: &kube::Client) -> [u8; 2] {
+/// UID). Only a lasting answer, that this operator may not read that Namespace or that it does
+/// not exist, makes it two random bytes (and a warning says so). Any other failure (the API
+/// server restarting, the network) is tried again every 5 seconds, `attempts` times in all, so
+/// a passing outage at the operator's start does not leave the cluster a random range for good.
+pub async fn cluster_mac_prefix(client: &kube::Client, attempts: u32) -> [u8; 2] {
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
         kube::Api::all(client.clone());
-    match namespaces.get("kube-system").await {
-        Ok(ns) if ns.metadata.uid.is_some() => {
-            cluster_prefix(ns.metadata.uid.as_deref().unwrap_or_default())
-        }
-        outcome => {
-            let why = match outcome {
-                Err(e) => e.to_string(),
-                Ok(_) => "it has no uid".to_string(),
-            };
-            tracing::warn!(error = %why, "cannot read the kube-system Namespace: a new MAC range is random");
-            random_prefix()
-        }
+    let mut tried = 0;
+    loop {
+        tried += 1;
+        let why = match namespaces.get("kube-system").await {
+            Ok(ns) => match ns.metadata.uid {
+                Some(uid) => return cluster_prefix(&uid),
+                None => "it has no uid".to_string(),
+            },
+            Err(kube::Error::Api(e)) if e.code == 403 || e.code == 404 => e.to_string(),
+            Err(e) if tried < attempts => {
+                tracing::warn!(error = %e, "cannot read the kube-system Namespace yet; trying again in 5 s");
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                continue;
+            }
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(error = %why, "cannot read the kube-system Namespace: a new MAC range is random");
+        return random_prefix();
     }
 }
 

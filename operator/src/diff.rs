@@ -198,7 +198,7 @@ pub async fn diff_live(
     // A new MAC range is the one the operator in that cluster would make.
     let prefix = match prefix {
         Some(prefix) => prefix,
-        None => crate::defaults::cluster_mac_prefix(&client).await,
+        None => crate::defaults::cluster_mac_prefix(&client, 1).await,
     };
     Ok(report(&diff(&client, cr, settings, prefix).await?))
 }

@@ -118,7 +118,8 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<metrics::State
         );
     }
     metrics.set_leading();
-    let prefix = cluster_mac_prefix(&client).await;
+    // The controller cannot run without the API server either: wait for it as long as it takes.
+    let prefix = cluster_mac_prefix(&client, u32::MAX).await;
     let ctx = Arc::new(
         Ctx::new(client.clone(), settings)
             .with_prefix(Arc::new(move || prefix))

@@ -95,11 +95,13 @@ impl Cluster {
         let base = std::env::temp_dir().join(&prefix);
         let host_before = host::Snapshot::take();
         let sysctls = Sysctls::save()?;
+        // Before the network: nothing to undo yet if it fails.
+        let builder = Builder::new(&base.join("buildah"))?;
         let network = Network::create(&prefix)?;
         let mut cluster = Cluster {
             kubeconfig: base.join("admin.kubeconfig"),
             node_kubeconfig: base.join("node.kubeconfig"),
-            builder: Builder::new(&base.join("buildah")),
+            builder,
             bin: bin.to_path_buf(),
             base,
             daemons: Vec::new(),
