@@ -59,6 +59,19 @@ impl MacAddr {
         self.0
     }
 
+    /// The address as a 48-bit number, for ranges and arithmetic on them.
+    pub fn to_u64(&self) -> u64 {
+        self.0
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+    }
+
+    /// The address of a 48-bit number; the bits above 48 are ignored.
+    pub fn from_u64(n: u64) -> MacAddr {
+        let b = n.to_be_bytes();
+        MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
     /// A random locally administered unicast address, as the kernel gives a new veth. Choosing
     /// it ourselves saves reading it back from the container's namespace.
     pub fn random_local() -> Result<MacAddr, MacAddrError> {
@@ -137,6 +150,13 @@ mod tests {
         let b = MacAddr::random_local().expect("random");
         assert!(!a.is_multicast() && a.0[0] & 2 == 2, "{a}");
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn an_address_and_its_48_bit_number_convert_both_ways() {
+        let mac: MacAddr = "02:ab:cd:00:00:ff".parse().expect("valid");
+        assert_eq!(mac.to_u64(), 0x02ab_cd00_00ff);
+        assert_eq!(MacAddr::from_u64(0x02ab_cd00_00ff), mac);
     }
 
     #[test]

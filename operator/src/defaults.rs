@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
 use crate::spec::{
     NetworkAddonsConfigSpec, Placement, PlacementConfiguration, SelfSignConfiguration,
 };
-use crate::validate::{last_unicast_at_or_below, mac_from_number, mac_number};
+use crate::validate::last_unicast_at_or_below;
 
 pub const DEFAULT_PULL_POLICY: &str = "IfNotPresent";
 pub const DEFAULT_DEVICE_PLUGIN_CONFIG: &str = "macvtap-deviceplugin-config";
@@ -183,7 +183,9 @@ pub fn fill_defaults(
     if let Some(pool) = &mut out.kube_mac_pool {
         if let Ok(end) = net_types::MacAddr::parse(&pool.range_end) {
             if end.is_multicast() {
-                pool.range_end = mac_from_number(last_unicast_at_or_below(mac_number(&end)));
+                pool.range_end =
+                    net_types::MacAddr::from_u64(last_unicast_at_or_below(end.to_u64()))
+                        .to_string();
             }
         }
     }

@@ -105,7 +105,7 @@ fn validate_kube_mac_pool(pool: &KubeMacPool, errors: &mut Vec<String>) {
     if let (Some(start), Some(end)) = (start, end) {
         // As 48-bit numbers: a byte-by-byte comparison that stops at the first smaller byte
         // would let 03:00:.. through before 02:ff:..
-        if mac_number(&start) >= last_unicast_at_or_below(mac_number(&end)) {
+        if start.to_u64() >= last_unicast_at_or_below(end.to_u64()) {
             errors.push(format!(
                 "kubeMacPool: {}",
                 range_order(&pool.range_start, &pool.range_end)
@@ -123,21 +123,6 @@ pub fn last_unicast_at_or_below(n: u64) -> u64 {
     } else {
         n
     }
-}
-
-/// The 48-bit number of a MAC, back to its text.
-pub fn mac_from_number(n: u64) -> String {
-    let b = n.to_be_bytes();
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        b[2], b[3], b[4], b[5], b[6], b[7]
-    )
-}
-
-pub fn mac_number(mac: &MacAddr) -> u64 {
-    mac.octets()
-        .iter()
-        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
 }
 
 fn validate_self_sign(ss: &SelfSignConfiguration, errors: &mut Vec<String>) {

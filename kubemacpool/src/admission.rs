@@ -1,0 +1,133 @@
+//! The AdmissionReview envelope (`admission.k8s.io/v1` and `v1beta1`, the same shape): the
+//! request's fields the webhooks read, and the response, allowed with a JSON Patch or refused.
+
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The API server sends at most 3 MiB of object, twice for an UPDATE (object and oldObject).
+/// A body past this is answered 413, which the API server reports as the webhook failing.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+pub struct Review {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub request: Request,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Request {
+    pub uid: String,
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub object: Value,
+    #[serde(rename = "oldObject", default)]
+    pub old_object: Value,
+    #[serde(rename = "dryRun", default)]
+    pub dry_run: Option<bool>,
+}
+
+impl Request {
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run == Some(true)
+    }
+
+    /// The object's name; a pod made from `generateName` has none yet.
+    pub fn object_name(&self) -> String {
+        if !self.name.is_empty() {
+            return self.name.clone();
+        }
+        self.object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+pub fn parse(body: &[u8]) -> Result<Review, serde_json::Error> {
+    serde_json::from_slice(body)
+}
+
+/// Allowed, with `patch` (a JSON Patch array) applied unless it is empty.
+pub fn allow(review: &Review, patch: Option<&Value>) -> Value {
+    let mut response = json!({"uid": review.request.uid, "allowed": true});
+    if let Some(patch) = patch.filter(|p| p.as_array().is_some_and(|a| !a.is_empty())) {
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+    }
+    envelope(review, response)
+}
+
+/// Refused with `message` and HTTP-like `code` (400 for bad input, 500 for a full range, as
+/// upstream answers).
+pub fn deny(review: &Review, code: u16, message: &str) -> Value {
+    envelope(
+        review,
+        json!({
+            "uid": review.request.uid,
+            "allowed": false,
+            "status": {"code": code, "message": message},
+        }),
+    )
+}
+
+fn envelope(review: &Review, response: Value) -> Value {
+    json!({
+        "apiVersion": review.api_version,
+        "kind": "AdmissionReview",
+        "response": response,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review() -> Review {
+        parse(
+            br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview",
+                "request":{"uid":"u1","operation":"CREATE","namespace":"ns","object":{"metadata":{"generateName":"p-"}}}}"#,
+        )
+        .expect("review")
+    }
+
+    #[test]
+    fn the_response_speaks_the_requests_version_and_uid() {
+        let out = allow(&review(), None);
+        assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
+        assert_eq!(out["response"]["uid"], "u1");
+        assert!(out["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn a_patch_is_sent_base64_encoded() {
+        let out = allow(&review(), Some(&json!([{"op": "remove", "path": "/x"}])));
+        let b64 = out["response"]["patch"].as_str().expect("patch");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .expect("base64");
+        assert_eq!(raw, br#"[{"op":"remove","path":"/x"}]"#);
+        assert_eq!(out["response"]["patchType"], "JSONPatch");
+    }
+
+    #[test]
+    fn a_refusal_carries_its_code_and_message() {
+        let out = deny(&review(), 400, "no");
+        assert_eq!(out["response"]["allowed"], false);
+        assert_eq!(out["response"]["status"]["code"], 400);
+        assert_eq!(out["response"]["status"]["message"], "no");
+    }
+
+    #[test]
+    fn a_generate_name_pod_has_no_name_yet() {
+        assert_eq!(review().request.object_name(), "");
+    }
+}

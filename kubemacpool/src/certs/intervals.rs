@@ -1,0 +1,202 @@
+//! How long the CA and the serving certificate live, and how long before their end a successor
+//! takes over: the four `*_INTERVAL` variables of the cert manager's Deployment.
+
+use std::time::Duration;
+
+use super::go_duration::{parse_go_duration, BadDuration};
+
+pub const CA_ROTATE_INTERVAL: &str = "CA_ROTATE_INTERVAL";
+pub const CA_OVERLAP_INTERVAL: &str = "CA_OVERLAP_INTERVAL";
+pub const CERT_ROTATE_INTERVAL: &str = "CERT_ROTATE_INTERVAL";
+pub const CERT_OVERLAP_INTERVAL: &str = "CERT_OVERLAP_INTERVAL";
+
+const HOUR: u64 = 3600;
+
+/// A CA lives `ca_rotate` and is replaced `ca_overlap` before it ends; the replaced CA stays in
+/// the caBundle until it expires. The serving certificate likewise with `cert_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Intervals {
+    pub ca_rotate: Duration,
+    pub ca_overlap: Duration,
+    pub cert_rotate: Duration,
+    pub cert_overlap: Duration,
+}
+
+impl Default for Intervals {
+    /// The values the released manifests set: a one-year CA, a half-year certificate, a day
+    /// of overlap for each.
+    fn default() -> Self {
+        Intervals {
+            ca_rotate: Duration::from_secs(8760 * HOUR),
+            ca_overlap: Duration::from_secs(24 * HOUR),
+            cert_rotate: Duration::from_secs(4380 * HOUR),
+            cert_overlap: Duration::from_secs(24 * HOUR),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IntervalsError {
+    #[error("{name}: {source}")]
+    Unparsable {
+        name: &'static str,
+        source: BadDuration,
+    },
+    #[error("{0} must be longer than zero")]
+    Zero(&'static str),
+    #[error("{overlap} ({overlap_value:?}) must be shorter than {rotate} ({rotate_value:?})")]
+    OverlapTooLong {
+        overlap: &'static str,
+        overlap_value: Duration,
+        rotate: &'static str,
+        rotate_value: Duration,
+    },
+    #[error("{CERT_ROTATE_INTERVAL} ({0:?}) must not be longer than {CA_ROTATE_INTERVAL} ({1:?})")]
+    CertOutlivesCa(Duration, Duration),
+}
+
+impl Intervals {
+    /// Reads the four variables; one that is unset or empty keeps its default.
+    pub fn from_env() -> anyhow::Result<Intervals> {
+        Ok(Self::from_lookup(|name| std::env::var(name).ok())?)
+    }
+
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Intervals, IntervalsError> {
+        let defaults = Intervals::default();
+        let read = |name: &'static str, default: Duration| match lookup(name) {
+            Some(v) if !v.trim().is_empty() => parse_go_duration(v.trim())
+                .map_err(|source| IntervalsError::Unparsable { name, source }),
+            _ => Ok(default),
+        };
+        let intervals = Intervals {
+            ca_rotate: read(CA_ROTATE_INTERVAL, defaults.ca_rotate)?,
+            ca_overlap: read(CA_OVERLAP_INTERVAL, defaults.ca_overlap)?,
+            cert_rotate: read(CERT_ROTATE_INTERVAL, defaults.cert_rotate)?,
+            cert_overlap: read(CERT_OVERLAP_INTERVAL, defaults.cert_overlap)?,
+        };
+        intervals.validate()?;
+        Ok(intervals)
+    }
+
+    /// An overlap as long as the lifetime would put the rotation point at the start of each
+    /// certificate, so every new one would be replaced at once: refused rather than looping.
+    pub fn validate(&self) -> Result<(), IntervalsError> {
+        if self.ca_rotate.is_zero() {
+            return Err(IntervalsError::Zero(CA_ROTATE_INTERVAL));
+        }
+        if self.cert_rotate.is_zero() {
+            return Err(IntervalsError::Zero(CERT_ROTATE_INTERVAL));
+        }
+        let pairs = [
+            (
+                CA_OVERLAP_INTERVAL,
+                self.ca_overlap,
+                CA_ROTATE_INTERVAL,
+                self.ca_rotate,
+            ),
+            (
+                CERT_OVERLAP_INTERVAL,
+                self.cert_overlap,
+                CERT_ROTATE_INTERVAL,
+                self.cert_rotate,
+            ),
+        ];
+        for (overlap, overlap_value, rotate, rotate_value) in pairs {
+            if overlap_value >= rotate_value {
+                return Err(IntervalsError::OverlapTooLong {
+                    overlap,
+                    overlap_value,
+                    rotate,
+                    rotate_value,
+                });
+            }
+        }
+        if self.cert_rotate > self.ca_rotate {
+            return Err(IntervalsError::CertOutlivesCa(
+                self.cert_rotate,
+                self.ca_rotate,
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn unset_variables_give_a_year_a_half_year_and_a_day() {
+        let i = Intervals::from_lookup(lookup(&[])).expect("defaults");
+        assert_eq!(i, Intervals::default());
+        assert_eq!(i.ca_rotate, Duration::from_secs(365 * 24 * HOUR));
+        assert_eq!(i.cert_rotate, Duration::from_secs(4380 * HOUR));
+        assert_eq!(i.ca_overlap, Duration::from_secs(24 * HOUR));
+        assert_eq!(i.cert_overlap, Duration::from_secs(24 * HOUR));
+    }
+
+    #[test]
+    fn the_operator_values_are_read() {
+        let i = Intervals::from_lookup(lookup(&[
+            (CA_ROTATE_INTERVAL, "2h"),
+            (CA_OVERLAP_INTERVAL, "30m"),
+            (CERT_ROTATE_INTERVAL, "1h0m0s"),
+            (CERT_OVERLAP_INTERVAL, "15m"),
+        ]))
+        .expect("valid");
+        assert_eq!(i.ca_rotate, Duration::from_secs(2 * HOUR));
+        assert_eq!(i.ca_overlap, Duration::from_secs(1800));
+        assert_eq!(i.cert_rotate, Duration::from_secs(HOUR));
+        assert_eq!(i.cert_overlap, Duration::from_secs(900));
+    }
+
+    #[test]
+    fn an_empty_variable_keeps_its_default() {
+        let i = Intervals::from_lookup(lookup(&[(CA_OVERLAP_INTERVAL, " ")])).expect("valid");
+        assert_eq!(i.ca_overlap, Intervals::default().ca_overlap);
+    }
+
+    #[test]
+    fn an_unparsable_variable_is_named_in_the_error() {
+        let e = Intervals::from_lookup(lookup(&[(CERT_ROTATE_INTERVAL, "six months")]))
+            .expect_err("refused");
+        assert!(e.to_string().starts_with(CERT_ROTATE_INTERVAL), "{e}");
+    }
+
+    #[test]
+    fn an_overlap_as_long_as_the_lifetime_is_refused() {
+        let e = Intervals::from_lookup(lookup(&[
+            (CERT_ROTATE_INTERVAL, "24h"),
+            (CERT_OVERLAP_INTERVAL, "24h"),
+        ]))
+        .expect_err("refused");
+        assert!(matches!(e, IntervalsError::OverlapTooLong { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_cert_outliving_its_ca_is_refused() {
+        let e = Intervals::from_lookup(lookup(&[
+            (CA_ROTATE_INTERVAL, "48h"),
+            (CERT_ROTATE_INTERVAL, "72h"),
+        ]))
+        .expect_err("refused");
+        assert!(matches!(e, IntervalsError::CertOutlivesCa(..)), "{e}");
+    }
+
+    #[test]
+    fn a_zero_lifetime_is_refused() {
+        let e = Intervals::from_lookup(lookup(&[(CA_ROTATE_INTERVAL, "0s")])).expect_err("zero");
+        assert_eq!(e, IntervalsError::Zero(CA_ROTATE_INTERVAL));
+    }
+}

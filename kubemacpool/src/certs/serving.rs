@@ -1,0 +1,204 @@
+//! The webhook server's certificate: whatever the serving Secret holds, swapped in as each new
+//! version arrives so rotation needs no restart.
+
+use std::sync::{Arc, RwLock};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Client};
+use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::PrivateKeyDer;
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
+use tracing::{info, warn};
+
+use super::issue::first_certificate;
+use super::objects::serving_pem;
+use super::{CertError, SERVING_SECRET};
+
+/// The certificate the webhook server presents; shared with the TLS config as its resolver.
+#[derive(Default)]
+pub struct ServingCerts {
+    current: RwLock<Option<Arc<CertifiedKey>>>,
+}
+
+impl std::fmt::Debug for ServingCerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingCerts")
+            .field("loaded", &self.is_loaded())
+            .finish()
+    }
+}
+
+/// A certificate and the key that belongs to it. Only the first certificate of the PEM is
+/// kept: the chain ends at the CA the API server already has, and further certificates in a
+/// `tls.crt` (a former certificate kept during an overlap) would be no use to a client.
+pub(crate) fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, CertError> {
+    let leaf = first_certificate(cert_pem)?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|_| CertError::NoKey)?;
+    CertifiedKey::from_der(vec![leaf], key, &ring::default_provider()).map_err(|e| match e {
+        tokio_rustls::rustls::Error::InconsistentKeys(_) => CertError::KeyMismatch,
+        other => CertError::BadKey(other.to_string()),
+    })
+}
+
+impl ServingCerts {
+    pub fn new() -> ServingCerts {
+        ServingCerts::default()
+    }
+
+    /// Serves this certificate from the next handshake on. On error the one served so far stays.
+    pub fn set_from_pem(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), CertError> {
+        let key = Arc::new(certified_key(cert_pem, key_pem)?);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(key);
+        Ok(())
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.current().is_some()
+    }
+
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl ResolvesServerCert for ServingCerts {
+    fn resolve(&self, _client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current()
+    }
+}
+
+/// Loads a version of the serving Secret unless its certificate is the one already served.
+fn load(certs: &ServingCerts, secret: &Secret, last: &mut Option<Vec<u8>>) {
+    let Some((cert, key)) = serving_pem(secret) else {
+        warn!(
+            secret = SERVING_SECRET,
+            "the serving Secret has no tls.crt and tls.key yet"
+        );
+        return;
+    };
+    if last.as_deref() == Some(cert) {
+        return;
+    }
+    match certs.set_from_pem(cert, key) {
+        Ok(()) => {
+            info!(
+                secret = SERVING_SECRET,
+                "serving the certificate from the Secret"
+            );
+            *last = Some(cert.to_vec());
+        }
+        Err(e) => warn!(
+            secret = SERVING_SECRET,
+            error = %e,
+            "the serving Secret cannot be used; keeping the certificate served so far"
+        ),
+    }
+}
+
+/// Watches the serving Secret and serves each new version. A deleted Secret changes nothing
+/// until the cert manager writes the next one: dropping the certificate would only fail every
+/// admission meanwhile.
+pub async fn follow_serving_secret(
+    client: Client,
+    namespace: String,
+    certs: Arc<ServingCerts>,
+) -> anyhow::Result<()> {
+    let api: Api<Secret> = Api::namespaced(client, &namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={SERVING_SECRET}"));
+    let mut events = watcher(api, config).default_backoff().boxed();
+    let mut last = None;
+    loop {
+        match events.try_next().await {
+            Ok(Some(Event::Apply(secret) | Event::InitApply(secret))) => {
+                load(&certs, &secret, &mut last)
+            }
+            Ok(Some(Event::Delete(_))) => info!(
+                secret = SERVING_SECRET,
+                "the serving Secret was deleted; serving the last certificate until a new one"
+            ),
+            Ok(Some(Event::Init | Event::InitDone)) => {}
+            Ok(None) => anyhow::bail!("the watch of Secret {SERVING_SECRET} ended"),
+            Err(e) => warn!(secret = SERVING_SECRET, error = %e, "watching the serving Secret"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certs::issue::Ca;
+    use std::time::Duration;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn pair(ca: &Ca) -> crate::certs::ServingPair {
+        ca.issue_serving("ns", NOW, Duration::from_secs(3600))
+            .expect("cert")
+    }
+
+    #[test]
+    fn nothing_is_served_before_a_certificate_is_set() {
+        assert!(!ServingCerts::default().is_loaded());
+    }
+
+    #[test]
+    fn a_certificate_and_its_key_are_served() {
+        let ca = Ca::generate(NOW, Duration::from_secs(7200)).expect("ca");
+        let p = pair(&ca);
+        let certs = ServingCerts::new();
+        certs
+            .set_from_pem(p.cert_pem.as_bytes(), p.key_pem.as_bytes())
+            .expect("loaded");
+        assert!(certs.is_loaded());
+        let served = certs.current().expect("served");
+        assert_eq!(served.cert, vec![p.cert_der]);
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_is_refused_and_the_old_one_kept() {
+        let ca = Ca::generate(NOW, Duration::from_secs(7200)).expect("ca");
+        let (a, b) = (pair(&ca), pair(&ca));
+        let certs = ServingCerts::new();
+        certs
+            .set_from_pem(a.cert_pem.as_bytes(), a.key_pem.as_bytes())
+            .expect("loaded");
+        let e = certs
+            .set_from_pem(a.cert_pem.as_bytes(), b.key_pem.as_bytes())
+            .expect_err("mismatch");
+        assert!(matches!(e, CertError::KeyMismatch), "{e}");
+        assert_eq!(certs.current().expect("kept").cert, vec![a.cert_der]);
+    }
+
+    #[test]
+    fn only_the_first_certificate_of_tls_crt_is_presented() {
+        let ca = Ca::generate(NOW, Duration::from_secs(7200)).expect("ca");
+        let (new, old) = (pair(&ca), pair(&ca));
+        let both = format!("{}{}", new.cert_pem, old.cert_pem);
+        let certs = ServingCerts::new();
+        certs
+            .set_from_pem(both.as_bytes(), new.key_pem.as_bytes())
+            .expect("loaded");
+        assert_eq!(certs.current().expect("served").cert, vec![new.cert_der]);
+    }
+
+    #[test]
+    fn an_unchanged_secret_is_not_loaded_twice() {
+        let ca = Ca::generate(NOW, Duration::from_secs(7200)).expect("ca");
+        let p = pair(&ca);
+        let secret = crate::certs::objects::serving_secret(None, "ns", &Default::default(), &p);
+        let certs = ServingCerts::new();
+        let mut last = None;
+        load(&certs, &secret, &mut last);
+        let first = certs.current().expect("served");
+        load(&certs, &secret, &mut last);
+        assert!(Arc::ptr_eq(&first, &certs.current().expect("served")));
+    }
+}

@@ -1,0 +1,38 @@
+//! A KubeMacPool compatible MAC allocator: the pod and VirtualMachine mutating webhooks
+//! (`manager`), and the webhook's self-signed certificates (`cert-manager`).
+//!
+//! - `pod`, `vm`: what each webhook reads and writes (pure, on JSON);
+//! - `admission`: the AdmissionReview envelope; `patch`: what the two share;
+//! - `range`, `pool`: the range and the taken MACs; `claims`: the blocks each replica may
+//!   allocate from, arbitrated by the API server;
+//! - `watch`: pods, VMs and the range ConfigMap feeding the pool; `state`: what the tasks share;
+//! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
+//! - `manager`: the manager's start and clean stop.
+
+pub mod admission;
+pub mod certs;
+pub mod claims;
+pub mod cli;
+pub mod manager;
+pub mod metrics;
+pub mod patch;
+pub mod pod;
+pub mod pool;
+pub mod range;
+pub mod server;
+pub mod state;
+pub mod vm;
+pub mod watch;
+pub mod webhook;
+
+use std::io::Read;
+
+/// Eight random bytes from the kernel; zero if it cannot give them (the caller only uses them
+/// to spread starting points).
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)) {
+        Ok(()) => u64::from_le_bytes(b),
+        Err(_) => 0,
+    }
+}

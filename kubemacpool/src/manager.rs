@@ -1,0 +1,146 @@
+//! The manager's life: start the watches and the server, claim a first block, and at SIGTERM
+//! stop cleanly (unready first, then drain, then give the blocks back).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, Client};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio_rustls::TlsAcceptor;
+use tracing::{info, warn};
+
+use crate::certs::{self, ServingCerts};
+use crate::claims::Claims;
+use crate::cli::ManagerArgs;
+use crate::pool::Pool;
+use crate::range::MacRange;
+use crate::state::Shared;
+use crate::{random_u64, server, watch};
+
+/// How long a stopping replica keeps serving while its endpoint is taken out of the Service.
+const UNREADY_GRACE: Duration = Duration::from_secs(5);
+
+fn env(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).with_context(|| format!("{name} is not set"))
+}
+
+pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
+    let namespace = env("POD_NAMESPACE")?;
+    let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "kubemacpool".into());
+    let client = Client::try_default().await?;
+    let range = initial_range(&client, &namespace).await?;
+    let identity = format!("{pod}-{:08x}", random_u64() as u32);
+    info!(%identity, %range, wait_time_s = args.wait_time, "starting");
+
+    let serving = Arc::new(ServingCerts::default());
+    let pool = Pool::new(range, Duration::from_secs(args.wait_time), random_u64());
+    let claims = Claims::new(client.clone(), &namespace, identity);
+    let shared = Arc::new(Shared::new(pool, claims, serving.clone()));
+
+    tokio::spawn(certs::follow_serving_secret(
+        client.clone(),
+        namespace.clone(),
+        serving.clone(),
+    ));
+    tokio::spawn(watch::follow_pods(client.clone(), shared.clone()));
+    tokio::spawn(watch::follow_vms(client.clone(), shared.clone()));
+    tokio::spawn(watch::follow_range(
+        client.clone(),
+        namespace.clone(),
+        shared.clone(),
+    ));
+    tokio::spawn(watch::expire_pending(shared.clone()));
+    {
+        let shared = shared.clone();
+        tokio::spawn(async move { shared.claims.keep_renewing().await });
+    }
+    tokio::spawn(claim_first_block(shared.clone()));
+
+    let tls = TlsAcceptor::from(Arc::new(certs::server_config(
+        serving,
+        args.tls_min_version.as_deref(),
+        args.tls_cipher_suites.as_deref(),
+    )?));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let webhook = TcpListener::bind(("0.0.0.0", args.port)).await?;
+    let metrics = TcpListener::bind(("0.0.0.0", args.metrics_port)).await?;
+    let servers = [
+        tokio::spawn(server::serve(
+            webhook,
+            tls.clone(),
+            shared.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(server::serve(metrics, tls, shared.clone(), stop_rx)),
+    ];
+
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    info!("stopping: unready, then draining");
+    shared.stopping.store(true, Ordering::Relaxed);
+    tokio::time::sleep(UNREADY_GRACE).await;
+    let _ = stop_tx.send(true);
+    for s in servers {
+        let _ = s.await;
+    }
+    server::drained(&shared, Duration::from_secs(10)).await;
+    if let Err(e) = shared.claims.retire(&shared.pool).await {
+        warn!(error = %e, "giving back the blocks; they free themselves once the Lease expires");
+    }
+    info!("stopped");
+    Ok(())
+}
+
+/// `RANGE_START` and `RANGE_END` when set (upstream's manifests pass them), else the range
+/// ConfigMap, waited for; [`watch::follow_range`] applies its later changes.
+async fn initial_range(client: &Client, namespace: &str) -> anyhow::Result<MacRange> {
+    if let (Ok(start), Ok(end)) = (env("RANGE_START"), env("RANGE_END")) {
+        return Ok(MacRange::parse(&start, &end)?);
+    }
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    loop {
+        match api.get_opt(watch::RANGE_CONFIG).await {
+            Ok(Some(cm)) => {
+                let data = cm.data.unwrap_or_default();
+                let get = |k: &str| data.get(k).cloned().unwrap_or_default();
+                match MacRange::parse(&get("RANGE_START"), &get("RANGE_END")) {
+                    Ok(range) => return Ok(range),
+                    Err(e) => warn!(error = %e, "{}", watch::RANGE_CONFIG),
+                }
+            }
+            Ok(None) => warn!("no {} yet", watch::RANGE_CONFIG),
+            Err(e) => warn!(error = %e, "reading {}", watch::RANGE_CONFIG),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The first admission should not wait for a claim: claim a block once the pool is known.
+async fn claim_first_block(shared: Arc<Shared>) {
+    loop {
+        let synced = shared.pods_synced.load(Ordering::Relaxed)
+            && shared.vms_synced.load(Ordering::Relaxed)
+            && shared.claims.check_fresh().is_ok();
+        if synced {
+            match shared.claims.claim_block(&shared.pool).await {
+                Ok(_) => return,
+                Err(e) => warn!(error = %e, "claiming a first block"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn run_cert_manager() -> anyhow::Result<()> {
+    let namespace = env("POD_NAMESPACE")?;
+    let client = Client::try_default().await?;
+    certs::run_cert_manager(client, namespace, certs::Intervals::from_env()?).await
+}

@@ -1,0 +1,58 @@
+//! The manager's metrics, in Prometheus' text format.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use crate::state::Shared;
+
+pub fn render(shared: &Shared) -> String {
+    let (held, pending, blocks) = {
+        let pool = shared.pool();
+        let (held, pending) = pool.counts();
+        (held, pending, pool.blocks().len())
+    };
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    };
+    metric(
+        "kubemacpool_macs_held",
+        "gauge",
+        "MACs named by stored pods and virtual machines.",
+        held.to_string(),
+    );
+    metric(
+        "kubemacpool_macs_pending",
+        "gauge",
+        "MACs handed out by this replica whose objects are not stored yet.",
+        pending.to_string(),
+    );
+    metric(
+        "kubemacpool_blocks_claimed",
+        "gauge",
+        "Blocks of the range this replica allocates from.",
+        blocks.to_string(),
+    );
+    metric(
+        "kubemacpool_macs_allocated_total",
+        "counter",
+        "MACs this replica handed out.",
+        shared.allocated.load(Ordering::Relaxed).to_string(),
+    );
+    metric(
+        "kubemacpool_admissions_denied_total",
+        "counter",
+        "Admissions this replica refused.",
+        shared.denied.load(Ordering::Relaxed).to_string(),
+    );
+    metric(
+        "kubemacpool_range_full_total",
+        "counter",
+        "Admissions refused because the range is full.",
+        shared.range_full.load(Ordering::Relaxed).to_string(),
+    );
+    out
+}

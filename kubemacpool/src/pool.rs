@@ -1,0 +1,484 @@
+//! The pool: which MACs are taken, and the next free ones of this replica's blocks.
+//!
+//! Nothing here is the record of what was handed out. A MAC is taken while a stored pod or
+//! VirtualMachine names it ([`Pool::set_holder`], fed by the watches), or while this replica
+//! has just handed it out and the object is not stored yet (pending, for `wait_time`). So a
+//! restart loses nothing: the objects are the state, as they are for upstream, which also makes
+//! a switch from upstream or back keep every MAC.
+//!
+//! Replicas never hand out the same MAC because each allocates only inside blocks it has
+//! claimed through the API server ([`crate::claims`]); a block whose claimant died is claimable
+//! again only once every admission it might still have answered is over and stored.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use net_types::MacAddr;
+
+use crate::range::{is_multicast_number, MacRange};
+
+/// A block: the numbers `start..=end`, claimed by one replica at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Block {
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Block {
+    pub fn overlaps(&self, other: &Block) -> bool {
+        self.start <= other.end && other.start <= self.end
+    }
+}
+
+/// Why an allocation could not be made from this replica's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortage {
+    /// Claim another block and try again.
+    NeedBlock,
+}
+
+/// Who holds a MAC: `pod/<namespace>/<name>` or `vm/<namespace>/<name>`.
+pub type Holder = String;
+
+#[derive(Debug)]
+pub struct Pool {
+    range: MacRange,
+    /// MACs named by stored objects.
+    holders: HashMap<Holder, Vec<u64>>,
+    held: HashMap<u64, u32>,
+    /// Handed out by this replica, not yet seen stored: freed at the deadline.
+    pending: HashMap<u64, Instant>,
+    wait_time: Duration,
+    /// This replica's claimed blocks, by start.
+    blocks: BTreeMap<u64, Block>,
+    cursor: u64,
+}
+
+impl Pool {
+    /// `seed` picks where allocation starts (upstream starts at a random point, #447), so two
+    /// clusters with one range do not hand out the same first MACs.
+    pub fn new(range: MacRange, wait_time: Duration, seed: u64) -> Pool {
+        Pool {
+            range,
+            holders: HashMap::new(),
+            held: HashMap::new(),
+            pending: HashMap::new(),
+            wait_time,
+            blocks: BTreeMap::new(),
+            cursor: range.start() + seed % range.span(),
+        }
+    }
+
+    pub fn range(&self) -> MacRange {
+        self.range
+    }
+
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// A range change applies at once: the blocks outside it are given up, the MACs already
+    /// held stay held, the cursor moves into the new range.
+    pub fn set_range(&mut self, range: MacRange, seed: u64) -> Vec<Block> {
+        if range == self.range {
+            return Vec::new();
+        }
+        self.range = range;
+        self.cursor = range.start() + seed % range.span();
+        let outside: Vec<Block> = self
+            .blocks
+            .values()
+            .filter(|b| b.end < range.start() || b.start > range.end())
+            .copied()
+            .collect();
+        for b in &outside {
+            self.blocks.remove(&b.start);
+        }
+        outside
+    }
+
+    pub fn wait_time(&self) -> Duration {
+        self.wait_time
+    }
+
+    /// Records the MACs a stored object names (an empty list forgets the object). Seeing them
+    /// stored ends their pending hold.
+    pub fn set_holder(&mut self, holder: &str, macs: &[MacAddr]) {
+        let numbers: Vec<u64> = macs.iter().map(MacAddr::to_u64).collect();
+        for n in &numbers {
+            self.pending.remove(n);
+        }
+        if self.holders.get(holder) == Some(&numbers) {
+            return;
+        }
+        self.remove_holder(holder);
+        if numbers.is_empty() {
+            return;
+        }
+        for n in &numbers {
+            *self.held.entry(*n).or_default() += 1;
+        }
+        self.holders.insert(holder.to_string(), numbers);
+    }
+
+    pub fn remove_holder(&mut self, holder: &str) {
+        let Some(numbers) = self.holders.remove(holder) else {
+            return;
+        };
+        for n in numbers {
+            if let Some(count) = self.held.get_mut(&n) {
+                *count -= 1;
+                if *count == 0 {
+                    self.held.remove(&n);
+                }
+            }
+        }
+    }
+
+    /// Every holder whose name starts with `prefix` (`pod/`, `vm/`), for a relist to drop the
+    /// ones that are gone.
+    pub fn holders_with_prefix(&self, prefix: &str) -> Vec<Holder> {
+        self.holders
+            .keys()
+            .filter(|h| h.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
+    pub fn holder_macs(&self, holder: &str) -> Option<Vec<MacAddr>> {
+        self.holders
+            .get(holder)
+            .map(|ns| ns.iter().map(|n| MacAddr::from_u64(*n)).collect())
+    }
+
+    /// How many stored objects name `mac`.
+    pub fn holder_count(&self, mac: MacAddr) -> u32 {
+        self.held.get(&mac.to_u64()).copied().unwrap_or(0)
+    }
+
+    pub fn is_taken(&self, n: u64) -> bool {
+        self.held.contains_key(&n) || self.pending.contains_key(&n)
+    }
+
+    /// How many MACs stored objects hold, and how many are pending.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.held.len(), self.pending.len())
+    }
+
+    pub fn blocks(&self) -> Vec<Block> {
+        self.blocks.values().copied().collect()
+    }
+
+    pub fn add_block(&mut self, block: Block) {
+        self.blocks.insert(block.start, block);
+    }
+
+    pub fn remove_block(&mut self, block: &Block) {
+        self.blocks.remove(&block.start);
+    }
+
+    /// MACs requested by an object being admitted: held until it is seen stored (or the wait
+    /// time passes), so none of them is handed out meanwhile. Anyone may ask for any MAC.
+    pub fn hold_requested(&mut self, macs: &[MacAddr], now: Instant) {
+        for mac in macs {
+            self.pending.insert(mac.to_u64(), now + self.wait_time);
+        }
+    }
+
+    /// Ends the holds that were never followed by a stored object: a failed create frees its
+    /// MACs after `wait_time`.
+    pub fn expire(&mut self, now: Instant) -> usize {
+        let before = self.pending.len();
+        self.pending.retain(|_, deadline| *deadline > now);
+        before - self.pending.len()
+    }
+
+    /// `count` free MACs from this replica's blocks, in order from the cursor, all or none.
+    /// Unless `dry_run`, they are held as pending and the cursor moves past them.
+    pub fn allocate(
+        &mut self,
+        count: usize,
+        now: Instant,
+        dry_run: bool,
+    ) -> Result<Vec<MacAddr>, Shortage> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::with_capacity(count);
+        for n in self.free_numbers() {
+            found.push(n);
+            if found.len() == count {
+                break;
+            }
+        }
+        if found.len() < count {
+            return Err(Shortage::NeedBlock);
+        }
+        if !dry_run {
+            for n in &found {
+                self.pending.insert(*n, now + self.wait_time);
+            }
+            if let Some(last) = found.last() {
+                self.cursor = last + 1;
+            }
+        }
+        Ok(found.into_iter().map(MacAddr::from_u64).collect())
+    }
+
+    /// The free numbers of this replica's blocks inside the range, from the cursor, wrapping.
+    fn free_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        let (lo, hi) = (self.range.start(), self.range.end());
+        let clipped = self
+            .blocks
+            .values()
+            .filter_map(move |b| {
+                let (s, e) = (b.start.max(lo), b.end.min(hi));
+                (s <= e).then_some((s, e))
+            })
+            .collect::<Vec<_>>();
+        let cursor = self.cursor;
+        let after = clipped
+            .clone()
+            .into_iter()
+            .filter_map(move |(s, e)| (e >= cursor).then_some((s.max(cursor), e)));
+        let before = clipped
+            .into_iter()
+            .filter_map(move |(s, e)| (s < cursor).then_some((s, e.min(cursor - 1))));
+        after
+            .chain(before)
+            .flat_map(|(s, e)| unicast_parts(s, e))
+            .flat_map(|(s, e)| s..=e)
+            .filter(move |n| !self.is_taken(*n))
+    }
+
+    /// How many numbers of `block` (within the range) are free, for choosing the next claim.
+    pub fn free_in(&self, block: &Block) -> u64 {
+        let (s, e) = (
+            block.start.max(self.range.start()),
+            block.end.min(self.range.end()),
+        );
+        if s > e {
+            return 0;
+        }
+        unicast_parts(s, e)
+            .into_iter()
+            .map(|(s, e)| (s..=e).filter(|n| !self.is_taken(*n)).count() as u64)
+            .sum()
+    }
+}
+
+/// `s..=e` without its multicast stretches (whole first octets), which are skipped at once
+/// rather than number by number.
+fn unicast_parts(s: u64, e: u64) -> Vec<(u64, u64)> {
+    let mut parts = Vec::new();
+    let mut n = s;
+    while n <= e {
+        let octet_end = n | 0xff_ffff_ffff;
+        if is_multicast_number(n) {
+            n = octet_end + 1;
+            continue;
+        }
+        parts.push((n, octet_end.min(e)));
+        n = octet_end + 1;
+    }
+    parts
+}
+
+/// The blocks of a range: aligned to its start, of a power-of-two size that gives a range at
+/// least 64 blocks (so a small range still serves every replica) and at most 4096 MACs each
+/// (so a claim is rare: one API write per 4096 allocations).
+pub fn block_size(range: &MacRange) -> u64 {
+    let per_block = (range.span() / 64).max(1);
+    let size = 1u64 << (63 - per_block.leading_zeros());
+    size.min(4096)
+}
+
+/// The block of `range` that holds `n`.
+pub fn block_of(range: &MacRange, n: u64) -> Block {
+    let size = block_size(range);
+    let start = range.start() + (n - range.start()) / size * size;
+    Block {
+        start,
+        end: (start + size - 1).min(range.end()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(start: &str, end: &str) -> MacRange {
+        MacRange::parse(start, end).expect("range")
+    }
+
+    fn mac(s: &str) -> MacAddr {
+        MacAddr::parse(s).expect("mac")
+    }
+
+    fn pool_with_all_blocks(r: MacRange) -> Pool {
+        let mut pool = Pool::new(r, Duration::from_secs(30), 0);
+        pool.add_block(Block {
+            start: r.start(),
+            end: r.end(),
+        });
+        pool
+    }
+
+    #[test]
+    fn nothing_is_handed_out_without_a_claimed_block() {
+        let mut pool = Pool::new(
+            range("02:00:00:00:00:00", "02:00:00:00:00:ff"),
+            Duration::from_secs(30),
+            0,
+        );
+        assert_eq!(
+            pool.allocate(1, Instant::now(), false),
+            Err(Shortage::NeedBlock)
+        );
+    }
+
+    #[test]
+    fn allocation_runs_in_order_from_the_cursor() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:ff"));
+        let got = pool.allocate(2, Instant::now(), false).expect("free");
+        assert_eq!(got, [mac("02:00:00:00:00:00"), mac("02:00:00:00:00:01")]);
+        let next = pool.allocate(1, Instant::now(), false).expect("free");
+        assert_eq!(next, [mac("02:00:00:00:00:02")]);
+    }
+
+    #[test]
+    fn a_mac_a_stored_object_names_is_skipped() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:ff"));
+        pool.set_holder("pod/ns/a", &[mac("02:00:00:00:00:00")]);
+        let got = pool.allocate(1, Instant::now(), false).expect("free");
+        assert_eq!(got, [mac("02:00:00:00:00:01")]);
+    }
+
+    #[test]
+    fn a_deleted_objects_macs_are_free_again() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:01");
+        let mut pool = pool_with_all_blocks(r);
+        pool.set_holder(
+            "vm/ns/a",
+            &[mac("02:00:00:00:00:00"), mac("02:00:00:00:00:01")],
+        );
+        assert!(pool.allocate(1, Instant::now(), false).is_err());
+        pool.remove_holder("vm/ns/a");
+        assert!(pool.allocate(1, Instant::now(), false).is_ok());
+    }
+
+    #[test]
+    fn a_shared_mac_stays_taken_until_its_last_holder_is_gone() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:01");
+        let mut pool = pool_with_all_blocks(r);
+        pool.set_holder("vm/ns/a", &[mac("02:00:00:00:00:00")]);
+        pool.set_holder("vm/ns/b", &[mac("02:00:00:00:00:00")]);
+        pool.remove_holder("vm/ns/a");
+        assert_eq!(pool.holder_count(mac("02:00:00:00:00:00")), 1);
+        assert!(pool.is_taken(mac("02:00:00:00:00:00").to_u64()));
+    }
+
+    #[test]
+    fn a_pending_mac_is_freed_after_the_wait_time() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:01"));
+        let t0 = Instant::now();
+        pool.allocate(2, t0, false).expect("free");
+        assert!(pool.allocate(1, t0, false).is_err());
+        assert_eq!(pool.expire(t0 + Duration::from_secs(31)), 2);
+        assert!(pool
+            .allocate(1, t0 + Duration::from_secs(31), false)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_stored_object_ends_the_pending_hold_of_its_macs() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:01"));
+        let t0 = Instant::now();
+        let got = pool.allocate(1, t0, false).expect("free");
+        pool.set_holder("pod/ns/a", &got);
+        assert_eq!(pool.expire(t0 + Duration::from_secs(31)), 0);
+        assert!(pool.is_taken(got[0].to_u64()));
+    }
+
+    #[test]
+    fn a_dry_run_holds_nothing() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:01"));
+        let a = pool.allocate(1, Instant::now(), true).expect("free");
+        let b = pool.allocate(1, Instant::now(), true).expect("free");
+        assert_eq!(a, b);
+        assert_eq!(pool.counts(), (0, 0));
+    }
+
+    #[test]
+    fn an_allocation_is_all_or_nothing() {
+        let mut pool = pool_with_all_blocks(range("02:00:00:00:00:00", "02:00:00:00:00:01"));
+        assert!(pool.allocate(3, Instant::now(), false).is_err());
+        assert_eq!(pool.counts(), (0, 0));
+    }
+
+    #[test]
+    fn the_cursor_wraps_to_the_start_of_the_blocks() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:03");
+        let mut pool = Pool::new(r, Duration::from_secs(30), 3);
+        pool.add_block(Block {
+            start: r.start(),
+            end: r.end(),
+        });
+        let got = pool.allocate(2, Instant::now(), false).expect("free");
+        assert_eq!(got, [mac("02:00:00:00:00:03"), mac("02:00:00:00:00:00")]);
+    }
+
+    #[test]
+    fn multicast_numbers_inside_a_range_are_never_handed_out() {
+        let r = range("02:ff:ff:ff:ff:ff", "04:00:00:00:00:00");
+        let mut pool = Pool::new(r, Duration::from_secs(30), 0);
+        pool.add_block(Block {
+            start: r.start(),
+            end: r.end(),
+        });
+        let got = pool.allocate(2, Instant::now(), false).expect("free");
+        assert_eq!(got, [mac("02:ff:ff:ff:ff:ff"), mac("04:00:00:00:00:00")]);
+    }
+
+    #[test]
+    fn only_the_replicas_own_blocks_are_used() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:ff");
+        let mut pool = Pool::new(r, Duration::from_secs(30), 0);
+        let block = block_of(&r, r.start() + 8);
+        pool.add_block(block);
+        let got = pool.allocate(4, Instant::now(), false).expect("free");
+        assert_eq!(got[0], MacAddr::from_u64(block.start));
+        assert_eq!(
+            pool.allocate(1, Instant::now(), false),
+            Err(Shortage::NeedBlock)
+        );
+    }
+
+    #[test]
+    fn a_range_change_gives_up_the_blocks_outside_it_and_keeps_what_is_held() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:ff");
+        let mut pool = pool_with_all_blocks(r);
+        pool.set_holder("pod/ns/a", &[mac("02:00:00:00:00:05")]);
+        let dropped = pool.set_range(range("02:00:00:00:10:00", "02:00:00:00:10:ff"), 0);
+        assert_eq!(dropped.len(), 1);
+        assert!(pool.blocks().is_empty());
+        assert_eq!(pool.holder_count(mac("02:00:00:00:00:05")), 1);
+    }
+
+    #[test]
+    fn a_small_range_has_64_blocks_and_a_large_one_blocks_of_4096() {
+        let small = range("02:00:00:00:00:00", "02:00:00:00:00:ff");
+        assert_eq!(block_size(&small), 4);
+        let large = range("02:00:00:00:00:00", "02:00:00:ff:ff:ff");
+        assert_eq!(block_size(&large), 4096);
+        let tiny = range("02:00:00:00:00:00", "02:00:00:00:00:01");
+        assert_eq!(block_size(&tiny), 1);
+    }
+
+    #[test]
+    fn the_last_block_ends_with_the_range() {
+        let r = range("02:00:00:00:00:00", "02:00:00:00:01:01");
+        let last = block_of(&r, r.end());
+        assert_eq!(last.end, r.end());
+    }
+}
