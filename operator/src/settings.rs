@@ -44,7 +44,9 @@ pub struct Settings {
     pub plugins_image: String,
     /// `MULTUS_IMAGE`: upstream multus (thick plugin).
     pub multus_image: String,
-    /// `KUBEMACPOOL_IMAGE`: upstream kubemacpool.
+    /// `KUBEMACPOOL_IMAGE`: empty (the default) runs our allocator, `/kubemacpool` of the
+    /// plugins image; an image (upstream's is [`crate::render::images::KUBEMACPOOL`]) runs
+    /// upstream KubeMacPool from it.
     pub kubemacpool_image: String,
     /// `MACVTAP_CNI_IMAGE`: upstream macvtap-cni, for its device plugin.
     pub macvtap_cni_image: String,
@@ -222,7 +224,6 @@ impl Settings {
 
     fn with_upstream_image_defaults(mut self) -> Settings {
         self.multus_image = crate::render::images::MULTUS.to_string();
-        self.kubemacpool_image = crate::render::images::KUBEMACPOOL.to_string();
         self.macvtap_cni_image = crate::render::images::MACVTAP_CNI.to_string();
         self.multus_dynamic_networks_image =
             crate::render::images::MULTUS_DYNAMIC_NETWORKS_CONTROLLER.to_string();

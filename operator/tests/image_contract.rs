@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! The operator and the image agree: every command the operator renders for our image is one
-//! the installer in that image accepts, at a path the Containerfile puts there.
+//! the binary in that image accepts (the installer, KubeMacPool's allocator), at a path the
+//! Containerfile puts there.
 
 use std::path::Path;
 
@@ -54,14 +55,30 @@ fn every_installer_command_rendered_parses_with_the_installer() {
         let mut checked = 0;
         for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
             for command in commands_of(&r.object, &settings.plugins_image) {
-                assert_eq!(command[0], "/cni-installer", "{command:?}");
-                cni_installer::cli::parse(&command[1..], Some("node-1"))
-                    .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+                match command[0].as_str() {
+                    "/cni-installer" => {
+                        cni_installer::cli::parse(&command[1..], Some("node-1"))
+                            .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+                    }
+                    "/kubemacpool" => {
+                        use clap::Parser;
+                        kubemacpool::cli::Cli::try_parse_from(&command)
+                            .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+                    }
+                    other => panic!("{other} is not in the image: {command:?}"),
+                }
+                let script = repo_file("scripts/build-plugins");
+                assert!(
+                    script.contains(&format!("\"$to{}\"", command[0])),
+                    "scripts/build-plugins stages {}",
+                    command[0]
+                );
                 checked += 1;
             }
         }
-        // linuxBridge, ovs: install + run; macvtap: install; nmstate: the handler.
-        assert_eq!(checked, 6);
+        // linuxBridge, ovs: install + run; macvtap: install; nmstate: the handler;
+        // kubeMacPool: the manager and the cert manager.
+        assert_eq!(checked, 8);
     }
 }
 

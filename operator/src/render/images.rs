@@ -13,7 +13,8 @@
 /// publishes the thick image for amd64 only.
 pub const MULTUS: &str = "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0-thick@sha256:2b9671447f3ea4e7e56730843dbf59445b9307246f393b61386b896d56ae51c9";
 
-/// KubeMacPool (`/manager`), both the MAC controller and its certificate manager. The digest
+/// Upstream KubeMacPool (`/manager`), both the MAC controller and its certificate manager: what
+/// `KUBEMACPOOL_IMAGE` is set to for a cluster that wants it instead of ours. The digest
 /// the upstream operator's 0.104.0-rc-0 pins, whose webhook server takes `--tls-min-version`
 /// and `--tls-cipher-suites`.
 pub const KUBEMACPOOL: &str = "quay.io/kubevirt/kubemacpool@sha256:22b6f29367fc5f4ff2a1fbc18f3a5db1e9b090208bf21c6962c36b6053100f79";

@@ -1,18 +1,26 @@
-//! kubeMacPool: upstream KubeMacPool hands out MAC addresses from the spec's range to the
-//! secondary interfaces of VMs (every namespace unless labelled
-//! `mutatevirtualmachines.kubemacpool.io=ignore`) and of pods (only namespaces labelled
-//! `mutatepods.kubemacpool.io=allocate`), through a mutating webhook.
+//! kubeMacPool: MAC addresses from the spec's range for the secondary interfaces of VMs (every
+//! namespace unless labelled `mutatevirtualmachines.kubemacpool.io=ignore`) and of pods (only
+//! namespaces labelled `mutatepods.kubemacpool.io=allocate`), through a mutating webhook.
 //!
-//! Two Deployments run the same image: `kubemacpool-cert-manager` issues and rotates the
-//! webhook's self-signed CA and certificate (intervals from `selfSignConfiguration`) into the
-//! Secret `kubemacpool-service` and the webhook's `caBundle`; `kubemacpool-mac-controller-manager`
-//! serves the webhook behind the Service `kubemacpool-service`. The names, selectors, webhook
-//! rules and RBAC are upstream's. The webhook configuration comes last, after the Deployment
-//! serving it, and leaves `caBundle` unset: the cert manager owns it.
+//! Which allocator runs: ours (`/kubemacpool` in the plugins image, [`ours`]) unless the
+//! operator's `KUBEMACPOOL_IMAGE` names an image, which then runs as upstream's KubeMacPool
+//! ([`upstream`]; [`super::images::KUBEMACPOOL`] is the digest the upstream operator pins).
+//! Either way the objects and names are upstream's, so a cluster switches either way by setting
+//! or clearing that variable, and both read the MACs given out from the pods and VMs:
+//! - the Service `kubemacpool-service`, the ConfigMap `kubemacpool-mac-range-config`
+//!   (`RANGE_START`, `RANGE_END`, read live by both), the Deployments
+//!   `kubemacpool-cert-manager` and `kubemacpool-mac-controller-manager` (labelled
+//!   `app=kubemacpool`), the MutatingWebhookConfiguration `kubemacpool-mutator` with
+//!   upstream's two webhooks, and the ClusterRole and binding;
+//! - the cert manager keeps the webhook's CA and serving certificate (intervals from
+//!   `selfSignConfiguration`) in the Secrets `kubemacpool-mutator-ca` and `kubemacpool-service`
+//!   and the webhook's `caBundle`, which the render leaves unset.
+//!
+//! The webhook configuration is the operator's: an edit of its namespaceSelector (switching a
+//! webhook between opt-in and opt-out) is put back at the next reconcile, as for every object
+//! the operator renders. The mode is the CR's to set, through the render.
 //!
 //! Differences from upstream's render:
-//! - the range goes into the manager's environment directly (upstream: a ConfigMap read at
-//!   start), so changing the range rolls the manager out instead of waiting for a restart;
 //! - a ServiceAccount of its own (upstream binds the role to the namespace's `default` account,
 //!   which every other pod there would share);
 //! - no monitoring objects (ServiceMonitor, PrometheusRule, the metrics proxy sidecar): their
@@ -20,25 +28,25 @@
 //! - `tlsSecurityProfile` goes to the webhook server as `--tls-min-version` and
 //!   `--tls-cipher-suites` (Go's names), as upstream's current manifests pass it.
 
+mod ours;
+mod upstream;
+
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
     WebhookClientConfig,
 };
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, PodSpec, Probe,
-    SecretVolumeSource, Service, Volume, VolumeMount,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::common::{self, Ctx};
 use super::network_policy;
-use super::tls;
 use super::Rendered;
-use crate::defaults::default_self_sign;
 use crate::error::{Error, Result};
-use crate::spec::Component;
+use crate::spec::{Component, KubeMacPool};
 
 pub const SERVICE_ACCOUNT: &str = "kubemacpool";
 pub const CLUSTER_ROLE: &str = "kubemacpool-manager-role";
@@ -49,6 +57,7 @@ pub const MAC_CONTROLLER: &str = "kubemacpool-mac-controller-manager";
 pub const WEBHOOK: &str = "kubemacpool-mutator";
 /// Written by the cert manager, mounted by the MAC controller.
 pub const TLS_SECRET: &str = "kubemacpool-service";
+pub const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
 const WEBHOOK_PORT: i32 = 8000;
 const CONTROLLER_SELECTOR: &[(&str, &str)] = &[
     ("control-plane", "mac-controller-manager"),
@@ -62,11 +71,21 @@ const COMPONENT: Component = Component::KubeMacPool;
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     let c = Some(COMPONENT);
+    let pool = range(ctx)?;
+    let ours = runs_ours(ctx);
+    let (cert_manager, mac_controller) = if ours {
+        (ours::cert_manager(ctx), ours::mac_controller(ctx))
+    } else {
+        (
+            upstream::cert_manager(ctx),
+            upstream::mac_controller(ctx, pool),
+        )
+    };
     Ok(vec![
         common::to_rendered(c, &common::service_account(ctx, SERVICE_ACCOUNT, COMPONENT))?,
         common::to_rendered(
             c,
-            &common::cluster_role(ctx, CLUSTER_ROLE, COMPONENT, rules()),
+            &common::cluster_role(ctx, CLUSTER_ROLE, COMPONENT, rules(ours)),
         )?,
         common::to_rendered(
             c,
@@ -78,9 +97,10 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
                 SERVICE_ACCOUNT,
             ),
         )?,
-        common::to_rendered(c, &service(ctx))?,
-        common::to_rendered(c, &cert_manager(ctx))?,
-        common::to_rendered(c, &mac_controller(ctx)?)?,
+        common::to_rendered(c, &range_config(ctx, pool))?,
+        common::to_rendered(c, &service(ctx, ours))?,
+        common::to_rendered(c, &cert_manager)?,
+        common::to_rendered(c, &mac_controller)?,
         common::to_rendered(c, &webhook(ctx))?,
         common::to_rendered(
             c,
@@ -96,12 +116,73 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     ])
 }
 
-fn rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+/// Ours unless `KUBEMACPOOL_IMAGE` names an image.
+pub fn runs_ours(ctx: &Ctx) -> bool {
+    ctx.settings.kubemacpool_image.is_empty()
+}
+
+/// The range, filled by the defaults (the previous one, else the cluster's own).
+fn range<'a>(ctx: &'a Ctx<'a>) -> Result<&'a KubeMacPool> {
+    ctx.spec
+        .kube_mac_pool
+        .as_ref()
+        .filter(|p| !p.range_start.is_empty() && !p.range_end.is_empty())
+        .ok_or_else(|| Error::other("kubeMacPool has no MAC range: fill the defaults first"))
+}
+
+/// Read live by both allocators: a range change needs no restart.
+fn range_config(ctx: &Ctx, pool: &KubeMacPool) -> ConfigMap {
+    ConfigMap {
+        metadata: common::meta(ctx, RANGE_CONFIG, Some(COMPONENT)),
+        data: Some(BTreeMap::from([
+            ("RANGE_START".to_string(), pool.range_start.clone()),
+            ("RANGE_END".to_string(), pool.range_end.clone()),
+        ])),
+        ..ConfigMap::default()
+    }
+}
+
+/// A Deployment of a KubeMacPool manager, on the infra placement.
+fn deployment(
+    ctx: &Ctx,
+    name: &str,
+    selector_labels: &[(&str, &str)],
+    description: &str,
+    mut pod: PodSpec,
+    replicas: i32,
+    strategy: DeploymentStrategy,
+) -> Deployment {
+    let mut labels = selector_labels.to_vec();
+    labels.push(("app", "kubemacpool"));
+    labels.push((network_policy::ACCESS_LABEL, ""));
+    pod.service_account_name = Some(SERVICE_ACCOUNT.to_string());
+    pod.priority_class_name = Some("system-cluster-critical".to_string());
+    pod.restart_policy = Some("Always".to_string());
+    let affinity = pod.affinity.take();
+    common::place(&mut pod, &ctx.infra);
+    if pod.affinity.is_none() {
+        pod.affinity = affinity;
+    }
+    Deployment {
+        metadata: common::meta(ctx, name, Some(COMPONENT)),
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: common::selector(selector_labels),
+            strategy: Some(strategy),
+            template: common::pod_template(ctx, COMPONENT, &labels, description, pod),
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Upstream's rules; ours also keeps its allocators' Leases (see the crate `kubemacpool`).
+fn rules(ours: bool) -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     use common::rule;
     let all_but_deletecollection = [
         "get", "list", "watch", "create", "update", "patch", "delete",
     ];
-    vec![
+    let mut rules = vec![
         rule(
             &["admissionregistration.k8s.io"],
             &[
@@ -146,10 +227,18 @@ fn rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
             &["subjectaccessreviews"],
             &["create"],
         ),
-    ]
+    ];
+    if ours {
+        rules.push(rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "list", "watch", "create", "update", "delete"],
+        ));
+    }
+    rules
 }
 
-fn service(ctx: &Ctx) -> Service {
+fn service(ctx: &Ctx, ours: bool) -> Service {
     let mut service = common::webhook_service(
         ctx,
         COMPONENT,
@@ -157,156 +246,12 @@ fn service(ctx: &Ctx) -> Service {
         &[("control-plane", "mac-controller-manager")],
         WEBHOOK_PORT,
     );
-    if let Some(spec) = service.spec.as_mut() {
-        // The webhook must be reachable while the manager is still syncing its pool.
+    if let Some(spec) = service.spec.as_mut().filter(|_| !ours) {
+        // Upstream's webhook must be reachable while its manager is still syncing its pool.
+        // Ours is ready in a second, and a replica that stops must leave the endpoints first.
         spec.publish_not_ready_addresses = Some(true);
     }
     service
-}
-
-/// A one-replica Deployment of a KubeMacPool manager, on the infra placement.
-fn deployment(
-    ctx: &Ctx,
-    name: &str,
-    selector_labels: &[(&str, &str)],
-    description: &str,
-    mut pod: PodSpec,
-) -> Deployment {
-    let mut labels = selector_labels.to_vec();
-    labels.push(("app", "kubemacpool"));
-    labels.push((network_policy::ACCESS_LABEL, ""));
-    pod.service_account_name = Some(SERVICE_ACCOUNT.to_string());
-    pod.priority_class_name = Some("system-cluster-critical".to_string());
-    pod.restart_policy = Some("Always".to_string());
-    pod.termination_grace_period_seconds = Some(5);
-    common::place(&mut pod, &ctx.infra);
-    Deployment {
-        metadata: common::meta(ctx, name, Some(COMPONENT)),
-        spec: Some(DeploymentSpec {
-            replicas: Some(1),
-            selector: common::selector(selector_labels),
-            // Never two managers at once: they would hand out the same addresses.
-            strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".to_string()),
-                rolling_update: None,
-            }),
-            template: common::pod_template(ctx, COMPONENT, &labels, description, pod),
-            ..DeploymentSpec::default()
-        }),
-        status: None,
-    }
-}
-
-fn label_env(name: &str, label: &str) -> EnvVar {
-    common::field_env(name, &format!("metadata.labels['{label}']"))
-}
-
-fn cert_manager(ctx: &Ctx) -> Deployment {
-    let intervals = ctx
-        .spec
-        .self_sign_configuration
-        .clone()
-        .unwrap_or_else(default_self_sign);
-    let manager = Container {
-        command: Some(common::strings(&["/manager"])),
-        args: Some(common::strings(&["--v=production"])),
-        env: Some(vec![
-            common::value_env("RUN_CERT_MANAGER", ""),
-            common::field_env("POD_NAMESPACE", "metadata.namespace"),
-            common::field_env("POD_NAME", "metadata.name"),
-            // It labels the Secret it writes with these.
-            label_env("COMPONENT", crate::labels::COMPONENT),
-            label_env("PART_OF", crate::labels::PART_OF),
-            label_env("VERSION", crate::labels::VERSION),
-            label_env("MANAGED_BY", crate::labels::MANAGED_BY),
-            common::value_env("CA_ROTATE_INTERVAL", &intervals.ca_rotate_interval),
-            common::value_env("CA_OVERLAP_INTERVAL", &intervals.ca_overlap_interval),
-            common::value_env("CERT_ROTATE_INTERVAL", &intervals.cert_rotate_interval),
-            common::value_env("CERT_OVERLAP_INTERVAL", &intervals.cert_overlap_interval),
-        ]),
-        resources: Some(common::requests("30m", "30Mi")),
-        ..common::container(ctx, "manager", &ctx.settings.kubemacpool_image)
-    };
-    deployment(
-        ctx,
-        CERT_MANAGER,
-        CERT_MANAGER_SELECTOR,
-        "KubeMacPool's certificate manager rotates the webhook's CA and certificate",
-        PodSpec {
-            containers: vec![manager],
-            ..PodSpec::default()
-        },
-    )
-}
-
-fn mac_controller(ctx: &Ctx) -> Result<Deployment> {
-    let pool = ctx
-        .spec
-        .kube_mac_pool
-        .as_ref()
-        .filter(|p| !p.range_start.is_empty() && !p.range_end.is_empty())
-        .ok_or_else(|| Error::other("kubeMacPool has no MAC range: fill the defaults first"))?;
-    let manager = Container {
-        command: Some(common::strings(&["/manager"])),
-        args: Some(
-            common::strings(&["--v=production", "--wait-time=300"])
-                .into_iter()
-                .chain(tls::go_server_flags(ctx.spec.tls_security_profile.as_ref()))
-                .collect(),
-        ),
-        env: Some(vec![
-            common::field_env("POD_NAMESPACE", "metadata.namespace"),
-            common::field_env("POD_NAME", "metadata.name"),
-            common::value_env("RANGE_START", &pool.range_start),
-            common::value_env("RANGE_END", &pool.range_end),
-            common::value_env("KUBEVIRT_CLIENT_GO_SCHEME_REGISTRATION_VERSION", "v1"),
-        ]),
-        ports: Some(vec![ContainerPort {
-            container_port: WEBHOOK_PORT,
-            name: Some("webhook-server".to_string()),
-            protocol: Some("TCP".to_string()),
-            ..ContainerPort::default()
-        }]),
-        readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                http_headers: Some(vec![HTTPHeader {
-                    name: "Content-Type".to_string(),
-                    value: "application/json".to_string(),
-                }]),
-                path: Some("/readyz".to_string()),
-                port: IntOrString::String("webhook-server".to_string()),
-                scheme: Some("HTTPS".to_string()),
-                host: None,
-            }),
-            initial_delay_seconds: Some(10),
-            period_seconds: Some(10),
-            ..Probe::default()
-        }),
-        resources: Some(common::requests("100m", "100Mi")),
-        volume_mounts: Some(vec![VolumeMount {
-            read_only: Some(true),
-            ..common::mount("tls-key-pair", "/tmp/k8s-webhook-server/serving-certs/")
-        }]),
-        ..common::container(ctx, "manager", &ctx.settings.kubemacpool_image)
-    };
-    Ok(deployment(
-        ctx,
-        MAC_CONTROLLER,
-        CONTROLLER_SELECTOR,
-        "KubeMacPool allocates MAC addresses to the interfaces of pods and VMs",
-        PodSpec {
-            containers: vec![manager],
-            volumes: Some(vec![Volume {
-                name: "tls-key-pair".to_string(),
-                secret: Some(SecretVolumeSource {
-                    secret_name: Some(TLS_SECRET.to_string()),
-                    ..SecretVolumeSource::default()
-                }),
-                ..Volume::default()
-            }]),
-            ..PodSpec::default()
-        },
-    ))
 }
 
 fn not_in(key: &str, values: &[&str]) -> LabelSelectorRequirement {
@@ -417,6 +362,23 @@ mod tests {
             .collect()
     }
 
+    fn upstream_settings() -> Settings {
+        Settings {
+            kubemacpool_image: crate::render::images::KUBEMACPOOL.to_string(),
+            ..Settings::defaults()
+        }
+    }
+
+    fn spec(start: &str, end: &str) -> NetworkAddonsConfigSpec {
+        NetworkAddonsConfigSpec {
+            kube_mac_pool: Some(KubeMacPool {
+                range_start: start.to_string(),
+                range_end: end.to_string(),
+            }),
+            ..NetworkAddonsConfigSpec::default()
+        }
+    }
+
     fn find<'a>(out: &'a [Rendered], kind: &str, name: &str) -> &'a Value {
         &out.iter()
             .find(|r| r.object["kind"] == kind && r.object["metadata"]["name"] == name)
@@ -426,7 +388,7 @@ mod tests {
 
     #[test]
     fn the_tls_profile_goes_to_the_webhook_server_only() {
-        let settings = Settings::defaults();
+        let settings = upstream_settings();
         let applied = NetworkAddonsConfigSpec {
             kube_mac_pool: Some(KubeMacPool {
                 range_start: "02:00:00:00:00:00".to_string(),
@@ -450,8 +412,8 @@ mod tests {
     }
 
     #[test]
-    fn range_and_intervals_come_from_the_spec() {
-        let settings = Settings::defaults();
+    fn upstreams_image_gets_the_range_in_its_environment_and_the_intervals() {
+        let settings = upstream_settings();
         let applied = NetworkAddonsConfigSpec {
             kube_mac_pool: Some(KubeMacPool {
                 range_start: "02:00:00:00:00:10".to_string(),
@@ -521,5 +483,72 @@ mod tests {
             ..NetworkAddonsConfigSpec::default()
         };
         assert!(render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).is_err());
+    }
+
+    #[test]
+    fn ours_runs_by_default_from_the_plugins_image_with_two_replicas_rolled_with_none_down() {
+        let settings = Settings::defaults();
+        let applied = spec("02:00:00:00:00:00", "02:00:00:ff:ff:ff");
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
+        let d = find(&out, "Deployment", MAC_CONTROLLER);
+        let container = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], settings.plugins_image.as_str());
+        assert_eq!(
+            container["command"],
+            serde_json::json!(["/kubemacpool", "manager"])
+        );
+        assert_eq!(d["spec"]["replicas"], 2);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+        assert_eq!(d["metadata"]["labels"]["app"], Value::Null);
+        assert_eq!(
+            d["spec"]["template"]["metadata"]["labels"]["app"],
+            "kubemacpool"
+        );
+        let cert = find(&out, "Deployment", CERT_MANAGER);
+        assert_eq!(
+            cert["spec"]["template"]["spec"]["containers"][0]["command"],
+            serde_json::json!(["/kubemacpool", "cert-manager"])
+        );
+    }
+
+    #[test]
+    fn ours_reads_the_range_from_the_config_map_so_a_change_rolls_nothing() {
+        let settings = Settings::defaults();
+        let applied = spec("02:00:00:00:00:10", "02:00:00:00:00:ff");
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
+        let cm = find(&out, "ConfigMap", RANGE_CONFIG);
+        assert_eq!(cm["data"]["RANGE_START"], "02:00:00:00:00:10");
+        assert_eq!(cm["data"]["RANGE_END"], "02:00:00:00:00:ff");
+        let controller = find(&out, "Deployment", MAC_CONTROLLER);
+        let names: Vec<String> = env(&controller["spec"]["template"]["spec"]["containers"][0])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(!names.iter().any(|n| n.starts_with("RANGE_")), "{names:?}");
+    }
+
+    #[test]
+    fn ours_leaves_the_endpoints_when_unready_and_may_keep_leases() {
+        let settings = Settings::defaults();
+        let applied = spec("02:00:00:00:00:00", "02:00:00:ff:ff:ff");
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
+        let service = find(&out, "Service", SERVICE);
+        assert_eq!(service["spec"]["publishNotReadyAddresses"], Value::Null);
+        let role = find(&out, "ClusterRole", CLUSTER_ROLE).to_string();
+        assert!(role.contains("\"leases\""), "{role}");
+
+        let upstream = render(&Ctx::new(
+            &applied,
+            &upstream_settings(),
+            &ClusterInfo::default(),
+        ))
+        .unwrap();
+        assert_eq!(
+            find(&upstream, "Service", SERVICE)["spec"]["publishNotReadyAddresses"],
+            true
+        );
+        assert!(!find(&upstream, "ClusterRole", CLUSTER_ROLE)
+            .to_string()
+            .contains("\"leases\""));
     }
 }
