@@ -232,7 +232,7 @@ impl Claims {
     }
 
     /// The identities of the allocators whose Lease was renewed within [`DEAD_AFTER`].
-    async fn live_allocators(&self) -> Result<Vec<String>, kube::Error> {
+    pub async fn live_allocators(&self) -> Result<Vec<String>, kube::Error> {
         let leases = self
             .leases
             .list(&ListParams::default().labels(ALLOCATOR_LABEL))

@@ -6,6 +6,7 @@
 //! - `range`, `pool`: the range and the taken MACs; `claims`: the blocks each replica may
 //!   allocate from, arbitrated by the API server;
 //! - `watch`: pods, VMs and the range ConfigMap feeding the pool; `state`: what the tasks share;
+//! - `collisions`: MACs used by more than one running VMI or pod, reported;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
 //! - `manager`: the manager's start and clean stop.
 
@@ -13,6 +14,7 @@ pub mod admission;
 pub mod certs;
 pub mod claims;
 pub mod cli;
+pub mod collisions;
 pub mod manager;
 pub mod metrics;
 pub mod patch;

@@ -53,6 +53,8 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         namespace.clone(),
         shared.clone(),
     ));
+    tokio::spawn(watch::follow_vmis(client.clone(), shared.clone()));
+    tokio::spawn(watch::report_collisions(client.clone(), shared.clone()));
     tokio::spawn(watch::expire_pending(shared.clone()));
     {
         let shared = shared.clone();

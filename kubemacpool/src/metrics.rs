@@ -54,5 +54,6 @@ pub fn render(shared: &Shared) -> String {
         "Admissions refused because the range is full.",
         shared.range_full.load(Ordering::Relaxed).to_string(),
     );
+    out.push_str(&shared.collisions.render());
     out
 }

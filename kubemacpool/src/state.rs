@@ -9,12 +9,14 @@ use net_types::MacAddr;
 
 use crate::certs::ServingCerts;
 use crate::claims::{ClaimError, Claims};
+use crate::collisions::Collisions;
 use crate::pool::{Pool, Shortage};
 
 pub struct Shared {
     pub pool: Mutex<Pool>,
     pub claims: Claims,
     pub certs: Arc<ServingCerts>,
+    pub collisions: Collisions,
     pub pods_synced: AtomicBool,
     pub vms_synced: AtomicBool,
     /// Set at SIGTERM: `/readyz` fails so the endpoints drop this replica first.
@@ -32,6 +34,7 @@ impl Shared {
             pool: Mutex::new(pool),
             claims,
             certs,
+            collisions: Collisions::default(),
             pods_synced: AtomicBool::new(false),
             vms_synced: AtomicBool::new(false),
             stopping: AtomicBool::new(false),

@@ -5,7 +5,7 @@
 //! 10,000 objects that is a fraction of a second, where paged quorum reads from etcd took
 //! upstream over a minute. Pods are watched as metadata only; a VM is read and dropped at once.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
+use crate::collisions::{User, LAUNCHER_LABEL};
 use crate::pod;
 use crate::range::MacRange;
 use crate::state::Shared;
@@ -89,10 +90,14 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
         prefix: "pod/",
         relisted: None,
     };
+    let mut users: Option<BTreeSet<User>> = None;
     loop {
         match events.try_next().await {
             Ok(Some(event)) => match event {
-                Event::Init => f.init(),
+                Event::Init => {
+                    users = Some(BTreeSet::new());
+                    f.init();
+                }
                 Event::InitApply(p) | Event::Apply(p) => {
                     let holder = pod_holder(&p.namespace().unwrap_or_default(), &p.name_any());
                     let macs = p
@@ -100,13 +105,24 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
                         .get(pod::NETWORKS)
                         .map(|n| pod::held_macs(n))
                         .unwrap_or_default();
+                    let (user, uses) = (pod_user(&p), pod_uses(&p, &macs));
+                    if let Some(seen) = users.as_mut() {
+                        seen.insert(user.clone());
+                    }
+                    shared.collisions.set(user, uses);
                     f.apply(holder, macs);
                 }
-                Event::Delete(p) => f.delete(&pod_holder(
-                    &p.namespace().unwrap_or_default(),
-                    &p.name_any(),
-                )),
+                Event::Delete(p) => {
+                    shared.collisions.set(pod_user(&p), Vec::new());
+                    f.delete(&pod_holder(
+                        &p.namespace().unwrap_or_default(),
+                        &p.name_any(),
+                    ))
+                }
                 Event::InitDone => {
+                    if let Some(seen) = users.take() {
+                        shared.collisions.retain("pod", &seen);
+                    }
                     f.init_done();
                     if !shared.pods_synced.swap(true, Ordering::Relaxed) {
                         info!(
@@ -165,6 +181,117 @@ pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
                     warn!(error = %e, "watching virtual machines");
                 }
             }
+        }
+    }
+}
+
+fn pod_user(p: &PartialObjectMeta<Pod>) -> User {
+    User {
+        kind: "pod",
+        namespace: p.namespace().unwrap_or_default(),
+        name: p.name_any(),
+        uid: p.uid().unwrap_or_default(),
+    }
+}
+
+/// The MACs a pod uses, for collisions: none while it is being deleted, and none for a VM's
+/// launcher pod (its VMI counts).
+fn pod_uses(p: &PartialObjectMeta<Pod>, macs: &[net_types::MacAddr]) -> Vec<net_types::MacAddr> {
+    let launcher = p.labels().get(LAUNCHER_LABEL.0).map(String::as_str) == Some(LAUNCHER_LABEL.1);
+    if launcher || p.metadata.deletion_timestamp.is_some() {
+        return Vec::new();
+    }
+    macs.to_vec()
+}
+
+pub fn vmi_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kubevirt.io", "v1", "VirtualMachineInstance"),
+        "virtualmachineinstances",
+    )
+}
+
+/// The running VMIs' MACs (`status.interfaces[].mac`), for collisions.
+pub async fn follow_vmis(client: Client, shared: Arc<Shared>) {
+    let api: Api<DynamicObject> = Api::all_with(client, &vmi_resource());
+    let mut events = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .boxed();
+    let mut relisted: Option<BTreeSet<User>> = None;
+    loop {
+        match events.try_next().await {
+            Ok(Some(Event::Init)) => relisted = Some(BTreeSet::new()),
+            Ok(Some(Event::InitApply(o) | Event::Apply(o))) => {
+                let user = vmi_user(&o);
+                if let Some(seen) = relisted.as_mut() {
+                    seen.insert(user.clone());
+                }
+                shared.collisions.set(user, vmi_macs(&o.data));
+            }
+            Ok(Some(Event::Delete(o))) => shared.collisions.set(vmi_user(&o), Vec::new()),
+            Ok(Some(Event::InitDone)) => {
+                if let Some(seen) = relisted.take() {
+                    shared.collisions.retain("vmi", &seen);
+                }
+            }
+            Ok(None) => return,
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => warn!(error = %e, "watching virtual machine instances"),
+        }
+    }
+}
+
+fn vmi_user(o: &DynamicObject) -> User {
+    User {
+        kind: "vmi",
+        namespace: o.namespace().unwrap_or_default(),
+        name: o.name_any(),
+        uid: o.uid().unwrap_or_default(),
+    }
+}
+
+/// A running VMI's MACs, as virt-handler reports them.
+pub fn vmi_macs(vmi: &serde_json::Value) -> Vec<net_types::MacAddr> {
+    if vmi
+        .pointer("/status/phase")
+        .and_then(serde_json::Value::as_str)
+        != Some("Running")
+    {
+        return Vec::new();
+    }
+    vmi.pointer("/status/interfaces")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.get("mac")?.as_str())
+        .filter_map(|m| net_types::MacAddr::parse(m).ok())
+        .collect()
+}
+
+/// Reports every new collision by event, from the replica whose identity sorts first.
+pub async fn report_collisions(client: Client, shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let fresh = shared.collisions.unreported();
+        if fresh.is_empty() {
+            continue;
+        }
+        let first = match shared.claims.live_allocators().await {
+            Ok(mut live) => {
+                live.sort();
+                live.first().cloned()
+            }
+            Err(e) => {
+                warn!(error = %e, "listing the allocators");
+                None
+            }
+        };
+        if first.as_deref() != Some(shared.claims.identity()) {
+            continue;
+        }
+        for (mac, users) in fresh {
+            warn!(message = %crate::collisions::message(&mac, &users), "collision");
+            crate::collisions::report(&client, &mac, &users).await;
         }
     }
 }

@@ -1,0 +1,235 @@
+//! Collisions: one MAC used by more than one running VirtualMachineInstance or pod. Users make
+//! them (restores, imports, the same MAC requested twice); they never block a create, they are
+//! reported: the gauge `kmp_mac_collisions{mac}` (how many objects use it, only while more
+//! than one does), and a Warning event `MACCollision` on each object involved, as upstream
+//! (`MAC x: Collision between vmi/ns/a, pod/ns/b`).
+//!
+//! Users: a VMI in phase `Running` with the MACs of its `status.interfaces` (a migrating VMI is
+//! one object, so its source and target count once); a pod that exists, is not being deleted
+//! and is not a VM's launcher pod (its VMI already counts), with the MACs of its networks
+//! annotation. Upstream counts running pods only; ours watches pods as metadata, so a completed
+//! pod counts until it is deleted, as its MACs stay allocated until then.
+//!
+//! Every replica serves the gauge; events come from one, the replica whose allocator identity
+//! sorts first among the live ones, so an object gets one event per collision.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write;
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use net_types::MacAddr;
+use tracing::warn;
+
+pub const REASON: &str = "MACCollision";
+/// The label KubeVirt puts on a VM's launcher pod.
+pub const LAUNCHER_LABEL: (&str, &str) = ("kubevirt.io", "virt-launcher");
+
+/// An object using MACs: kind (`vmi`, `pod`), namespace, name, uid.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct User {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl User {
+    fn label(&self) -> String {
+        format!("{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+#[derive(Default)]
+pub struct Collisions {
+    users: Mutex<Users>,
+}
+
+#[derive(Default)]
+struct Users {
+    macs: HashMap<User, Vec<MacAddr>>,
+    /// The collisions already reported by event, so each is reported once.
+    reported: BTreeMap<MacAddr, BTreeSet<User>>,
+}
+
+impl Collisions {
+    /// Records what `user` uses now (nothing: it stopped using MACs or is gone).
+    pub fn set(&self, user: User, macs: Vec<MacAddr>) {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if macs.is_empty() {
+            users.macs.remove(&user);
+        } else {
+            users.macs.insert(user, macs);
+        }
+    }
+
+    /// Drops every user of `kind` not in `keep` (after a relist).
+    pub fn retain(&self, kind: &str, keep: &BTreeSet<User>) {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        users.macs.retain(|u, _| u.kind != kind || keep.contains(u));
+    }
+
+    /// Every MAC with more than one user, and its users.
+    pub fn current(&self) -> BTreeMap<MacAddr, BTreeSet<User>> {
+        let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by_mac: BTreeMap<MacAddr, BTreeSet<User>> = BTreeMap::new();
+        for (user, macs) in &users.macs {
+            for mac in macs {
+                by_mac.entry(*mac).or_default().insert(user.clone());
+            }
+        }
+        by_mac.retain(|_, users| users.len() > 1);
+        by_mac
+    }
+
+    /// The collisions not reported yet (a new one, or one with another set of users); forgets
+    /// the ones that ended.
+    pub fn unreported(&self) -> Vec<(MacAddr, BTreeSet<User>)> {
+        let now = self.current();
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = now
+            .iter()
+            .filter(|(mac, set)| users.reported.get(mac) != Some(set))
+            .map(|(m, s)| (*m, s.clone()))
+            .collect();
+        users.reported = now;
+        fresh
+    }
+
+    /// The gauge, in Prometheus' text format.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "# HELP kmp_mac_collisions How many running VMIs and pods use one MAC, while more than one does.\n\
+             # TYPE kmp_mac_collisions gauge\n",
+        );
+        for (mac, users) in self.current() {
+            let _ = writeln!(out, "kmp_mac_collisions{{mac=\"{mac}\"}} {}", users.len());
+        }
+        out
+    }
+}
+
+/// `MAC x: Collision between vmi/ns/a, pod/ns/b`.
+pub fn message(mac: &MacAddr, users: &BTreeSet<User>) -> String {
+    let names: Vec<String> = users.iter().map(User::label).collect();
+    format!("MAC {mac}: Collision between {}", names.join(", "))
+}
+
+/// One Warning event on each user of a collision.
+pub async fn report(client: &Client, mac: &MacAddr, users: &BTreeSet<User>) {
+    let text = message(mac, users);
+    for user in users {
+        let events: Api<Event> = Api::namespaced(client.clone(), &user.namespace);
+        let now = Time(Timestamp::now());
+        let event = Event {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{}.", user.name)),
+                ..ObjectMeta::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some(
+                    if user.kind == "vmi" {
+                        "kubevirt.io/v1"
+                    } else {
+                        "v1"
+                    }
+                    .to_string(),
+                ),
+                kind: Some(
+                    if user.kind == "vmi" {
+                        "VirtualMachineInstance"
+                    } else {
+                        "Pod"
+                    }
+                    .to_string(),
+                ),
+                namespace: Some(user.namespace.clone()),
+                name: Some(user.name.clone()),
+                uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
+                ..ObjectReference::default()
+            },
+            reason: Some(REASON.to_string()),
+            message: Some(text.clone()),
+            type_: Some("Warning".to_string()),
+            source: Some(EventSource {
+                component: Some("kubemacpool".to_string()),
+                host: None,
+            }),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            count: Some(1),
+            ..Event::default()
+        };
+        if let Err(e) = events.create(&PostParams::default(), &event).await {
+            warn!(error = %e, user = %user.label(), "recording a {REASON} event");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(kind: &'static str, name: &str) -> User {
+        User {
+            kind,
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: String::new(),
+        }
+    }
+
+    fn mac(s: &str) -> MacAddr {
+        MacAddr::parse(s).expect("mac")
+    }
+
+    #[test]
+    fn one_mac_on_a_vmi_and_a_pod_is_a_collision_with_upstreams_message() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("pod", "b"), vec![mac("02:00:00:00:00:01")]);
+        let now = c.current();
+        let users = &now[&mac("02:00:00:00:00:01")];
+        assert_eq!(
+            message(&mac("02:00:00:00:00:01"), users),
+            "MAC 02:00:00:00:00:01: Collision between pod/ns/b, vmi/ns/a"
+        );
+        assert!(c
+            .render()
+            .contains("kmp_mac_collisions{mac=\"02:00:00:00:00:01\"} 2"));
+    }
+
+    #[test]
+    fn a_collision_ends_when_one_user_stops() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("vmi", "b"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("vmi", "b"), vec![]);
+        assert!(c.current().is_empty());
+        assert!(!c.render().contains("kmp_mac_collisions{"));
+    }
+
+    #[test]
+    fn a_collision_is_reported_once_and_again_when_its_users_change() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("vmi", "b"), vec![mac("02:00:00:00:00:01")]);
+        assert_eq!(c.unreported().len(), 1);
+        assert!(c.unreported().is_empty());
+        c.set(user("vmi", "c"), vec![mac("02:00:00:00:00:01")]);
+        assert_eq!(c.unreported().len(), 1);
+    }
+
+    #[test]
+    fn a_relist_drops_the_users_that_are_gone() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("pod", "b"), vec![mac("02:00:00:00:00:01")]);
+        c.retain("vmi", &BTreeSet::new());
+        assert!(c.current().is_empty());
+    }
+}
