@@ -171,6 +171,30 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::changes::mac_range_change,
     ),
     (
+        "kubemacpool_gives_pods_on_both_nodes_macs_from_the_range",
+        scenarios::kubemacpool::pods_on_both_nodes_get_macs_from_the_range,
+    ),
+    (
+        "kubemacpool_gives_vms_macs_and_refuses_one_mac_on_two_interfaces",
+        scenarios::kubemacpool::vms_get_macs_and_one_mac_on_two_interfaces_is_refused,
+    ),
+    (
+        "kubemacpool_applies_a_range_change_without_a_restart",
+        scenarios::kubemacpool::a_range_change_applies_without_a_restart,
+    ),
+    (
+        "kubemacpool_refuses_or_passes_a_hostile_corpus_and_stays_up",
+        scenarios::kubemacpool::a_hostile_corpus_is_refused_or_passed_and_the_webhook_stays_up,
+    ),
+    (
+        "kubemacpool_fails_no_create_over_rollouts_and_gives_500_distinct_macs",
+        scenarios::kubemacpool::rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs,
+    ),
+    (
+        "kubemacpool_reports_a_collision_between_running_vmis_and_clears_it",
+        scenarios::kubemacpool::a_collision_between_running_vmis_is_reported_and_cleared,
+    ),
+    (
         "invalid_config_is_refused_with_a_clear_condition",
         scenarios::changes::invalid_refused,
     ),

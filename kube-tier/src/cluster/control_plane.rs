@@ -21,6 +21,11 @@ rules:
 - level: Metadata
   userGroups: [\"system:serviceaccounts\"]
   verbs: [create, update, patch, delete, deletecollection]
+# The KubeMacPool benchmark's pod creates: their time in the API server, webhook included.
+- level: Metadata
+  verbs: [create]
+  resources: [{group: \"\", resources: [pods]}]
+  namespaces: [kmp-admission-with, kmp-admission-without]
 - level: None
 ";
 
@@ -79,6 +84,9 @@ impl Cluster {
             .args(["--authorization-mode", "RBAC", "--allow-privileged=true"])
             // Pods reach the API through their node's DNAT, not through Endpoints.
             .args(["--endpoint-reconciler-type", "none"])
+            // No kube-proxy: the API server calls a webhook's Service at one of its ready
+            // endpoints (pod addresses, routed from the control plane), not at its ClusterIP.
+            .arg("--enable-aggregator-routing=true")
             .arg(format!("--service-cluster-ip-range={SERVICE_SUBNET}"))
             // Node names do not resolve here; each kubelet serves on its node's address.
             .args(["--kubelet-preferred-address-types", "InternalIP,Hostname"])

@@ -107,15 +107,16 @@ fn place(ctx: &Ctx, label: &str, first: &str, last: &str) -> Result<()> {
     Ok(())
 }
 
+/// The range both allocators read: the ConfigMap `kubemacpool-mac-range-config`.
 fn kubemacpool_env(ctx: &Ctx) -> Result<String> {
-    let d = ctx.get(&[
+    let cm = ctx.get(&[
         "get",
-        "deployment",
-        "kubemacpool-mac-controller-manager",
+        "configmap",
+        "kubemacpool-mac-range-config",
         "-n",
         NAMESPACE,
     ])?;
-    Ok(d["spec"]["template"]["spec"]["containers"].to_string())
+    Ok(cm["data"].to_string())
 }
 
 /// `kubeMacPool: {}` on a cluster that never had a range gets the cluster's own: its prefix

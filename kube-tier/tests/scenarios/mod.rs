@@ -6,6 +6,7 @@ pub mod control_loop;
 pub mod diff;
 pub mod gc;
 pub mod image;
+pub mod kubemacpool;
 pub mod nmstate;
 pub mod nodes;
 pub mod operator;

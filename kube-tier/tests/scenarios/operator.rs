@@ -232,24 +232,23 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
             let msg = nac_condition(&nac, "Progressing")
                 .map(|c| c["message"].to_string())
                 .unwrap_or_default();
-            Ok((msg.contains("multus")
-                && msg.contains("kubemacpool")
-                && msg.to_lowercase().contains("pull"))
-            .then_some(()))
+            Ok((msg.contains("multus") && msg.to_lowercase().contains("pull")).then_some(()))
         },
     )
     .with_context(|| format!("Progressing said: {message}"))?;
-    // Every component's own condition: ours available, the upstream ones rolling out, the IPAM
+    // Every component's own condition: ours (KubeMacPool's allocator among them) available,
+    // the upstream ones rolling out, the IPAM
     // controller not deployed for want of a certificate issuer.
     ctx.kubectl_wait("LinuxBridgeAvailable", "120s")?;
     ctx.kubectl_wait("OvsAvailable", "120s")?;
+    ctx.kubectl_wait("KubeMacPoolAvailable", "120s")?;
     let nac = ctx.nac()?;
     for (type_, status, reason) in [
         ("LinuxBridgeAvailable", "True", "AsExpected"),
         ("OvsAvailable", "True", "AsExpected"),
         ("MultusAvailable", "False", "Deploying"),
         ("MultusDynamicNetworksAvailable", "False", "Deploying"),
-        ("KubeMacPoolAvailable", "False", "Deploying"),
+        ("KubeMacPoolAvailable", "True", "AsExpected"),
         ("MacvtapAvailable", "False", "Deploying"),
         ("KubeSecondaryDNSAvailable", "False", "Deploying"),
         ("KubevirtIpamControllerAvailable", "False", "NotDeployed"),
@@ -318,7 +317,7 @@ const IPAM_WEBHOOK: &str = "kubevirt-ipam-controller-mutating-webhook-configurat
 /// CRDs with the names, group and version of another project's own, whose schemas keep every
 /// field: the operator only looks for their names, and that project itself does not run here
 /// (its images cannot be pulled). `kinds` are (plural, kind).
-fn stand_in_crds(group: &str, kinds: &[(&str, &str)]) -> String {
+pub fn stand_in_crds(group: &str, kinds: &[(&str, &str)]) -> String {
     stand_in_crds_scoped(group, "Namespaced", kinds)
 }
 

@@ -1,0 +1,813 @@
+//! KubeMacPool's allocator (`kubeMacPool: {}`, ours by default): MACs for pods in opted-in
+//! namespaces and for VirtualMachines, from the range, through the webhook the API server calls.
+//! KubeVirt does not run here: its VirtualMachine and VirtualMachineInstance CRDs stand in.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use net_types::MacAddr;
+use serde_json::Value;
+
+use kube_tier::daemon::wait_for;
+use kube_tier::image::BUSYBOX_IMAGE;
+
+use super::operator::stand_in_crds;
+use crate::{check, Ctx, NAMESPACE};
+
+const RANGE_START: &str = "02:30:00:00:00:00";
+const RANGE_END: &str = "02:30:00:00:0f:ff";
+const SPEC: &str =
+    "kubeMacPool:\n  rangeStart: \"02:30:00:00:00:00\"\n  rangeEnd: \"02:30:00:00:0f:ff\"\n";
+/// Opted in: the pod webhook acts only in namespaces labelled so (one per scenario: the one
+/// before may still be terminating).
+const POD_NAMESPACE: &str = "kmp-pods";
+const RANGE_NAMESPACE: &str = "kmp-range";
+const CORPUS_NAMESPACE: &str = "kmp-corpus";
+const STREAM_NAMESPACE: &str = "kmp-stream";
+const MANAGER: &str = "kubemacpool-mac-controller-manager";
+const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
+
+fn in_range(mac: &str) -> bool {
+    let (start, end) = (
+        MacAddr::parse(RANGE_START).map(|m| m.to_u64()),
+        MacAddr::parse(RANGE_END).map(|m| m.to_u64()),
+    );
+    match (MacAddr::parse(mac), start, end) {
+        (Ok(m), Ok(s), Ok(e)) => (s..=e).contains(&m.to_u64()),
+        _ => false,
+    }
+}
+
+/// The config with KubeMacPool, its managers ready.
+fn deploy(ctx: &Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(SPEC)?;
+    ctx.kubectl_wait("KubeMacPoolAvailable", "180s")?;
+    ctx.wait_rollout("deployment", MANAGER)
+}
+
+fn opted_in_namespace(ctx: &Ctx, name: &str) -> Result<()> {
+    ctx.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    \
+         mutatepods.kubemacpool.io: allocate\n"
+    ))
+    .map(drop)
+}
+
+fn pod_yaml(name: &str, namespace: &str, node: &str, networks: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  \
+         annotations:\n    {NETWORKS}: '{networks}'\nspec:\n  nodeName: {node}\n  \
+         terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n    \
+         imagePullPolicy: IfNotPresent\n    command: [\"/bin/sleep\", \"3600\"]\n"
+    )
+}
+
+fn networks_of(ctx: &Ctx, name: &str, namespace: &str) -> Result<String> {
+    let pod = ctx.get(&["get", "pod", name, "-n", namespace])?;
+    Ok(pod["metadata"]["annotations"][NETWORKS]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// A pod on node01 and one on node02 get MACs from the range in the elements that lack one;
+/// a requested MAC, another namespace and unknown keys stay as written; a pod in a namespace
+/// that did not opt in, and the comma form, pass unchanged; malformed JSON is refused.
+pub fn pods_on_both_nodes_get_macs_from_the_range(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    opted_in_namespace(ctx, POD_NAMESPACE)?;
+    let outcome = (|| {
+        let requested = "02:aa:bb:cc:dd:ee";
+        let networks = format!(
+            r#"[{{"name":"br1"}},{{"name":"br2","namespace":"default","interface":"net2","mac":"{requested}","x-note":{{"k":[1]}}}}]"#
+        );
+        let mut given = BTreeSet::new();
+        for (pod, node) in [("kmp-a", "node01"), ("kmp-b", "node02")] {
+            ctx.apply(&pod_yaml(pod, POD_NAMESPACE, node, &networks))?;
+            let written = networks_of(ctx, pod, POD_NAMESPACE)?;
+            println!("    {pod} on {node}: {written}");
+            let list: Vec<Value> = serde_json::from_str(&written)
+                .with_context(|| format!("{pod}'s annotation is not a list: {written}"))?;
+            let mac = list[0]["mac"].as_str().unwrap_or_default().to_string();
+            check(in_range(&mac), || {
+                format!("{pod}: {mac:?} is not in {RANGE_START}-{RANGE_END}")
+            })?;
+            check(
+                list[1]["mac"] == requested
+                    && list[1]["namespace"] == "default"
+                    && list[1]["x-note"]["k"][0] == 1,
+                || format!("{pod}: the second element changed: {}", list[1]),
+            )?;
+            check(given.insert(mac.clone()), || {
+                format!("{mac} given twice: {given:?}")
+            })?;
+        }
+        let plain = r#"[{"name":"br1"}]"#;
+        ctx.apply(&pod_yaml("kmp-not-opted-in", "default", "node01", plain))?;
+        let kept = networks_of(ctx, "kmp-not-opted-in", "default")?;
+        check(kept == plain, || {
+            format!("default's pod was changed: {kept}")
+        })?;
+        ctx.apply(&pod_yaml(
+            "kmp-comma",
+            POD_NAMESPACE,
+            "node01",
+            "br1,default/br2@net2",
+        ))?;
+        let comma = networks_of(ctx, "kmp-comma", POD_NAMESPACE)?;
+        check(comma == "br1,default/br2@net2", || {
+            format!("the comma form was changed: {comma}")
+        })?;
+        let refused = ctx
+            .apply(&pod_yaml(
+                "kmp-malformed",
+                POD_NAMESPACE,
+                "node01",
+                r#"[{"name":"br1""#,
+            ))
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        check(refused.contains("is not a JSON list"), || {
+            format!("malformed JSON was not refused clearly: {refused:?}")
+        })?;
+        println!(
+            "    malformed JSON refused: {}",
+            refused.lines().last().unwrap_or_default()
+        );
+        Ok(())
+    })();
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "kmp-not-opted-in",
+        "--ignore-not-found",
+        "--wait=false",
+    ])?;
+    ctx.kubectl(&["delete", "namespace", POD_NAMESPACE, "--wait=false"])?;
+    outcome
+}
+
+fn kubevirt_crds() -> String {
+    stand_in_crds(
+        "kubevirt.io",
+        &[
+            ("virtualmachines", "VirtualMachine"),
+            ("virtualmachineinstances", "VirtualMachineInstance"),
+        ],
+    )
+}
+
+/// A VM whose interfaces are `(name, binding, network)`: network `pod` is the pod network,
+/// anything else a Multus network of that name; `mac` set where given.
+fn vm_yaml(name: &str, interfaces: &[(&str, &str, &str, Option<&str>)]) -> String {
+    let mut ifaces = String::new();
+    let mut nets = String::new();
+    for (iface, binding, network, mac) in interfaces {
+        ifaces.push_str(&format!(
+            "            - name: {iface}\n              {binding}: {{}}\n"
+        ));
+        if let Some(mac) = mac {
+            ifaces.push_str(&format!("              macAddress: \"{mac}\"\n"));
+        }
+        if *network == "pod" {
+            nets.push_str(&format!("        - name: {iface}\n          pod: {{}}\n"));
+        } else {
+            nets.push_str(&format!(
+                "        - name: {iface}\n          multus:\n            networkName: {network}\n"
+            ));
+        }
+    }
+    format!(
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: {name}\n  namespace: default\n\
+         spec:\n  running: false\n  template:\n    spec:\n      domain:\n        devices:\n          interfaces:\n{ifaces}\
+         \x20     networks:\n{nets}"
+    )
+}
+
+fn vm_macs(vm: &Value) -> Vec<(String, String)> {
+    vm["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap_or_default().to_string(),
+                i["macAddress"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// VMs in any namespace get MACs on their masquerade and Multus interfaces and the transaction
+/// timestamp; one MAC on two interfaces of one VM is refused with upstream's words; a dry run
+/// returns MACs and keeps none.
+pub fn vms_get_macs_and_one_mac_on_two_interfaces_is_refused(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    ctx.apply(&kubevirt_crds())?;
+    wait_for(
+        "the VirtualMachine CRD to be served",
+        Duration::from_secs(30),
+        || {
+            Ok(ctx
+                .kubectl(&["get", "virtualmachines.kubevirt.io", "-A"])
+                .ok()
+                .map(drop))
+        },
+    )?;
+    let outcome = (|| {
+        let yaml = vm_yaml(
+            "kmp-vm",
+            &[
+                ("default", "masquerade", "pod", None),
+                ("br1", "bridge", "br1", None),
+            ],
+        );
+        ctx.apply(&yaml)?;
+        let vm = ctx.get(&[
+            "get",
+            "virtualmachines.kubevirt.io",
+            "kmp-vm",
+            "-n",
+            "default",
+        ])?;
+        let macs = vm_macs(&vm);
+        println!("    kmp-vm: {macs:?}");
+        check(
+            macs.len() == 2 && macs.iter().all(|(_, m)| in_range(m)) && macs[0].1 != macs[1].1,
+            || format!("kmp-vm's interfaces: {macs:?}"),
+        )?;
+        check(
+            vm["metadata"]["annotations"]["kubemacpool.io/transaction-timestamp"].is_string(),
+            || format!("no transaction timestamp: {}", vm["metadata"]),
+        )?;
+
+        let dry = ctx.cluster.kubectl_stdin(
+            &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+            &vm_yaml("kmp-dry", &[("br1", "bridge", "br1", None)]),
+        )?;
+        let dry: Value = serde_json::from_str(&dry)?;
+        let dry_mac = vm_macs(&dry)
+            .first()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        check(in_range(&dry_mac), || {
+            format!("the dry run's MAC: {dry_mac:?}")
+        })?;
+        let after = ctx.cluster.kubectl_stdin(
+            &["create", "-o", "json", "-f", "-"],
+            &vm_yaml("kmp-after-dry", &[("br1", "bridge", "br1", None)]),
+        )?;
+        let after_mac = vm_macs(&serde_json::from_str(&after)?)
+            .first()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        check(after_mac == dry_mac, || {
+            format!("the dry run kept {dry_mac}: the next VM got {after_mac}")
+        })?;
+
+        let dup = "02:30:00:00:0a:0a";
+        let refused = ctx
+            .apply(&vm_yaml(
+                "kmp-dup",
+                &[
+                    ("br1", "bridge", "br1", Some(dup)),
+                    ("br2", "bridge", "br2", Some(dup)),
+                ],
+            ))
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        check(refused.contains("duplicate MAC address"), || {
+            format!("one MAC on two interfaces was not refused: {refused:?}")
+        })?;
+        println!(
+            "    refused: {}",
+            refused.lines().last().unwrap_or_default()
+        );
+        Ok(())
+    })();
+    ctx.kubectl(&[
+        "delete",
+        "virtualmachines.kubevirt.io",
+        "-n",
+        "default",
+        "--all",
+        "--wait=false",
+    ])?;
+    outcome
+}
+
+/// A range change reaches the running managers through the ConfigMap: the next pod's MAC is
+/// from the new range, and no manager pod was replaced.
+pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    let managers = |ctx: &Ctx| -> Result<BTreeSet<String>> {
+        let pods = ctx.get(&["get", "pods", "-n", NAMESPACE, "-l", "app=kubemacpool"])?;
+        Ok(pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["metadata"]["uid"].as_str().map(str::to_string))
+            .collect())
+    };
+    let before = managers(ctx)?;
+    ctx.apply_nac(
+        "kubeMacPool:\n  rangeStart: \"02:31:00:00:00:00\"\n  rangeEnd: \"02:31:00:00:0f:ff\"\n",
+    )?;
+    opted_in_namespace(ctx, RANGE_NAMESPACE)?;
+    let outcome = (|| {
+        let mac = wait_for(
+            "a pod's MAC from the new range",
+            Duration::from_secs(60),
+            || {
+                let _ = ctx.kubectl(&["delete", "pod", "-n", RANGE_NAMESPACE, "kmp-new-range"]);
+                ctx.apply(&pod_yaml(
+                    "kmp-new-range",
+                    RANGE_NAMESPACE,
+                    "node01",
+                    r#"[{"name":"br1"}]"#,
+                ))?;
+                let written = networks_of(ctx, "kmp-new-range", RANGE_NAMESPACE)?;
+                Ok(written.contains("02:31:00:00:0").then_some(written))
+            },
+        )?;
+        println!("    after the change: {mac}");
+        let after = managers(ctx)?;
+        check(before == after, || {
+            format!("the managers were replaced: {before:?} then {after:?}")
+        })
+    })();
+    ctx.kubectl(&["delete", "namespace", RANGE_NAMESPACE, "--wait=false"])?;
+    outcome
+}
+
+/// The pending MACs of every manager replica, from its metrics (through the API server's pod
+/// proxy): what admissions hold that no stored object names yet.
+fn pending_macs(ctx: &Ctx) -> Result<u64> {
+    let pods = ctx.get(&[
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "control-plane=mac-controller-manager",
+    ])?;
+    let mut total = 0;
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:8000/proxy/metrics");
+        let body = ctx.kubectl(&["get", "--raw", &path])?;
+        total += body
+            .lines()
+            .find_map(|l| l.strip_prefix("kubemacpool_macs_pending "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .with_context(|| format!("no kubemacpool_macs_pending from {name}:\n{body}"))?;
+    }
+    Ok(total)
+}
+
+/// What the API server answered a create: "allowed" with the annotation as stored, or the
+/// refusal's last line.
+fn create_outcome(ctx: &Ctx, yaml: &str) -> String {
+    match ctx
+        .cluster
+        .kubectl_stdin(&["create", "-o", "json", "-f", "-"], yaml)
+    {
+        Ok(out) => {
+            let v: Value = serde_json::from_str(&out).unwrap_or_default();
+            let text = v["metadata"]["annotations"][NETWORKS]
+                .as_str()
+                .map(|s| s.chars().take(120).collect::<String>())
+                .unwrap_or_else(|| {
+                    vm_macs(&v)
+                        .iter()
+                        .take(2)
+                        .map(|(_, m)| m.clone())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+            format!("allowed: {text}")
+        }
+        Err(e) => {
+            let e = format!("{e:#}");
+            let line = e
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            format!("refused: {}", line.chars().take(160).collect::<String>())
+        }
+    }
+}
+
+/// A hostile corpus against the running webhook: each case is refused with a message or passed
+/// through, no refused object holds a MAC, and the managers stay up.
+pub fn a_hostile_corpus_is_refused_or_passed_and_the_webhook_stays_up(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    ctx.apply(&kubevirt_crds())?;
+    opted_in_namespace(ctx, CORPUS_NAMESPACE)?;
+    let outcome = (|| {
+        let ten_thousand = format!(
+            "[{}]",
+            (0..10_000)
+                .map(|i| format!(r#"{{"name":"n{i}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let megabyte = format!(r#"[{{"name":"{}"}}]"#, "a".repeat(1 << 20));
+        let pod_cases: Vec<(&str, String, &str)> = vec![
+            ("malformed JSON", r#"[{"name":"br1""#.into(), "refused"),
+            ("a list of 10,000 elements", ten_thousand, "refused"),
+            ("a 1 MB annotation", megabyte, "refused"),
+            (
+                "a multicast MAC",
+                r#"[{"name":"br1","mac":"01:00:5e:00:00:01"}]"#.into(),
+                "refused",
+            ),
+            (
+                "the broadcast MAC",
+                r#"[{"name":"br1","mac":"ff:ff:ff:ff:ff:ff"}]"#.into(),
+                "refused",
+            ),
+            (
+                "a MAC outside the range",
+                r#"[{"name":"br1","mac":"02:99:00:00:00:01"}]"#.into(),
+                "allowed",
+            ),
+            (
+                "unknown keys",
+                r#"[{"name":"br1","x-unknown":{"a":[1,{"b":null}]}}]"#.into(),
+                "allowed",
+            ),
+            (
+                "a non-string mac",
+                r#"[{"name":"br1","mac":42}]"#.into(),
+                "refused",
+            ),
+            (
+                "a non-string name",
+                r#"[{"name":{"n":1}}]"#.into(),
+                "refused",
+            ),
+            ("a list of strings", r#"["br1","br2"]"#.into(), "refused"),
+            (
+                "another namespace in the element",
+                r#"[{"name":"br1","namespace":"kube-system"}]"#.into(),
+                "allowed",
+            ),
+        ];
+        let before = pending_macs(ctx)?;
+        let mut rows = Vec::new();
+        for (i, (case, networks, expected)) in pod_cases.iter().enumerate() {
+            let yaml = pod_yaml(&format!("corpus-{i}"), CORPUS_NAMESPACE, "node01", networks);
+            let got = create_outcome(ctx, &yaml);
+            rows.push((case.to_string(), got.clone()));
+            check(got.starts_with(expected), || {
+                format!("{case}: expected {expected}, got {got}")
+            })?;
+        }
+        let interfaces: Vec<(String, String)> = (0..1000)
+            .map(|i| (format!("if{i}"), format!("net{i}")))
+            .collect();
+        let refs: Vec<(&str, &str, &str, Option<&str>)> = interfaces
+            .iter()
+            .map(|(i, n)| (i.as_str(), "bridge", n.as_str(), None))
+            .collect();
+        let got = create_outcome(ctx, &vm_yaml("corpus-vm-1000", &refs));
+        rows.push(("a VM with 1,000 interfaces".into(), got.clone()));
+        check(got.starts_with("refused"), || {
+            format!("a VM with 1,000 interfaces: {got}")
+        })?;
+        let allowed_pods = pod_cases.iter().filter(|c| c.2 == "allowed").count() as u64;
+        let after = pending_macs(ctx)?;
+        println!("    | case | outcome |\n    |---|---|");
+        for (case, got) in &rows {
+            println!("    | {case} | {} |", got.replace('|', "\\|"));
+        }
+        println!("    pending MACs before {before}, after {after} ({allowed_pods} pods allowed)");
+        check(after <= before + allowed_pods, || {
+            format!("refused objects hold MACs: pending {before} then {after}")
+        })?;
+        let ready = ctx.get(&["get", "deployment", MANAGER, "-n", NAMESPACE])?;
+        check(ready["status"]["readyReplicas"] == 2, || {
+            format!("the managers are not both ready: {}", ready["status"])
+        })
+    })();
+    ctx.kubectl(&["delete", "namespace", CORPUS_NAMESPACE, "--wait=false"])?;
+    outcome
+}
+
+/// A pod no scheduler serves: stored and Pending for good, on no node (a pod bound to a node
+/// that does not exist would be deleted by the pod garbage collector, freeing its MAC).
+fn parked_pod_yaml(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  \
+         annotations:\n    {NETWORKS}: '[{{\"name\":\"br1\"}}]'\nspec:\n  schedulerName: kmp-none\n  \
+         containers:\n  - name: main\n    image: {BUSYBOX_IMAGE}\n"
+    )
+}
+
+/// The MACs an object was stored with, from `kubectl create -o json`'s answer: a pod's
+/// annotation or a VM's interfaces.
+fn macs_of_created(json: &str) -> Vec<String> {
+    let v: Value = serde_json::from_str(json).unwrap_or_default();
+    if let Some(text) = v["metadata"]["annotations"][NETWORKS].as_str() {
+        let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+        return list
+            .iter()
+            .filter_map(|e| e["mac"].as_str().map(str::to_string))
+            .collect();
+    }
+    vm_macs(&v)
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// What one object was given: its name and MACs.
+type Given = (String, Vec<String>);
+
+/// Creates `yaml` and returns what it was stored with, or why it failed.
+fn create_for_macs(ctx: &Ctx, name: &str, yaml: &str) -> Result<Given, String> {
+    match ctx
+        .cluster
+        .kubectl_stdin(&["create", "-o", "json", "-f", "-"], yaml)
+    {
+        Ok(out) => Ok((name.to_string(), macs_of_created(&out))),
+        Err(e) => Err(format!("{name}: {e:#}")),
+    }
+}
+
+/// Creates pods `<prefix>-<n>` one after the other until `stop`: what each was given, and the
+/// failures.
+fn stream_of_creates(
+    ctx: &Ctx,
+    prefix: &str,
+    namespace: &str,
+    stop: &std::sync::atomic::AtomicBool,
+) -> (Vec<Given>, Vec<String>) {
+    let (mut given, mut failures) = (Vec::new(), Vec::new());
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let name = format!("{prefix}-{n}");
+        match create_for_macs(ctx, &name, &parked_pod_yaml(&name, namespace)) {
+            Ok(g) => given.push(g),
+            Err(e) => failures.push(e),
+        }
+        n += 1;
+    }
+    (given, failures)
+}
+
+/// Every MAC given twice among `given`, and the objects given none.
+fn duplicates_and_empties(given: &[Given]) -> (Vec<String>, Vec<String>) {
+    let mut seen = std::collections::BTreeMap::new();
+    let (mut duplicates, mut empty) = (Vec::new(), Vec::new());
+    for (holder, macs) in given {
+        if macs.is_empty() {
+            empty.push(holder.clone());
+        }
+        for mac in macs {
+            if let Some(first) = seen.insert(mac.clone(), holder.clone()) {
+                duplicates.push(format!("{mac}: {first} and {holder}"));
+            }
+        }
+    }
+    (duplicates, empty)
+}
+
+/// No admission fails while the managers are rolled out and while one is killed, over a steady
+/// stream of creates; then 500 pods and VMs created at once, through both replicas, get 500
+/// different MACs.
+pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
+    ctx: &mut Ctx,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let ctx: &Ctx = ctx;
+    deploy(ctx)?;
+    ctx.apply(&kubevirt_crds())?;
+    opted_in_namespace(ctx, STREAM_NAMESPACE)?;
+    let outcome = (|| {
+        let stop = AtomicBool::new(false);
+        let (mut given, failures) = std::thread::scope(|s| -> Result<_> {
+            let stream = s.spawn(|| stream_of_creates(ctx, "stream", STREAM_NAMESPACE, &stop));
+            let events = (|| -> Result<()> {
+                std::thread::sleep(Duration::from_secs(3));
+                ctx.kubectl(&["rollout", "restart", "deployment", MANAGER, "-n", NAMESPACE])?;
+                ctx.kubectl(&[
+                    "rollout",
+                    "status",
+                    "deployment",
+                    MANAGER,
+                    "-n",
+                    NAMESPACE,
+                    "--timeout=180s",
+                ])?;
+                println!("    rolled out");
+                let pods = ctx.get(&[
+                    "get",
+                    "pods",
+                    "-n",
+                    NAMESPACE,
+                    "-l",
+                    "control-plane=mac-controller-manager",
+                ])?;
+                let victim = pods["items"][0]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                ctx.kubectl(&[
+                    "delete",
+                    "pod",
+                    &victim,
+                    "-n",
+                    NAMESPACE,
+                    "--force",
+                    "--grace-period=0",
+                ])?;
+                println!("    killed {victim}");
+                std::thread::sleep(Duration::from_secs(5));
+                ctx.kubectl(&[
+                    "rollout",
+                    "status",
+                    "deployment",
+                    MANAGER,
+                    "-n",
+                    NAMESPACE,
+                    "--timeout=180s",
+                ])?;
+                std::thread::sleep(Duration::from_secs(3));
+                Ok(())
+            })();
+            stop.store(true, Ordering::Relaxed);
+            let result = stream
+                .join()
+                .map_err(|_| anyhow::anyhow!("the stream panicked"))?;
+            events.map(|()| result)
+        })?;
+        let created = given.len() + failures.len();
+        println!(
+            "    {created} creates during a rollout and a killed replica, {} failed",
+            failures.len()
+        );
+        check(failures.is_empty(), || {
+            format!("failed creates:\n{}", failures.join("\n"))
+        })?;
+
+        // 500 at once: 250 pods and 250 VMs from 10 threads.
+        let results = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for t in 0..10 {
+                let results = &results;
+                s.spawn(move || {
+                    for i in 0..50 {
+                        let n = t * 50 + i;
+                        let name = format!("many-{n}");
+                        let yaml = if n % 2 == 0 {
+                            parked_pod_yaml(&name, STREAM_NAMESPACE)
+                        } else {
+                            vm_yaml(&name, &[("br1", "bridge", "br1", None)])
+                        };
+                        let r = create_for_macs(ctx, &name, &yaml);
+                        if let Ok(mut all) = results.lock() {
+                            all.push(r);
+                        }
+                    }
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_default();
+        let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|r| r.is_ok());
+        let failed: Vec<String> = failed.into_iter().filter_map(|r| r.err()).collect();
+        check(failed.is_empty(), || {
+            format!("failed creates:\n{}", failed.join("\n"))
+        })?;
+        given.extend(ok.into_iter().filter_map(|r| r.ok()));
+        let (duplicates, empty) = duplicates_and_empties(&given);
+        let macs: usize = given.iter().map(|(_, m)| m.len()).sum();
+        println!(
+            "    {macs} MACs given to {} pods and VMs ({created} during the rollouts, 500 at once), {} duplicates",
+            given.len(),
+            duplicates.len()
+        );
+        check(empty.is_empty(), || format!("given no MAC: {empty:?}"))?;
+        check(duplicates.is_empty(), || duplicates.join("\n"))
+    })();
+    ctx.kubectl(&[
+        "delete",
+        "pods",
+        "--all",
+        "-n",
+        STREAM_NAMESPACE,
+        "--force",
+        "--grace-period=0",
+    ])?;
+    ctx.kubectl(&["delete", "namespace", STREAM_NAMESPACE, "--wait=false"])?;
+    ctx.kubectl(&[
+        "delete",
+        "virtualmachines.kubevirt.io",
+        "-n",
+        "default",
+        "--all",
+        "--wait=false",
+    ])?;
+    outcome
+}
+
+/// The `kmp_mac_collisions` lines of every manager replica's metrics.
+fn collision_gauges(ctx: &Ctx) -> Result<Vec<String>> {
+    let pods = ctx.get(&[
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "control-plane=mac-controller-manager",
+    ])?;
+    let mut lines = Vec::new();
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:8443/proxy/metrics");
+        let body = ctx.kubectl(&["get", "--raw", &path])?;
+        lines.extend(
+            body.lines()
+                .filter(|l| l.starts_with("kmp_mac_collisions{"))
+                .map(str::to_string),
+        );
+    }
+    Ok(lines)
+}
+
+/// A VMI as virt-handler leaves it running: phase and the MAC of its interface.
+fn running_vmi_yaml(name: &str, mac: &str) -> String {
+    format!(
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: {name}\n  namespace: default\n\
+         spec: {{}}\nstatus:\n  phase: Running\n  interfaces:\n  - name: br1\n    mac: \"{mac}\"\n"
+    )
+}
+
+/// Two running VMIs with one MAC: a Warning event `MACCollision` with upstream's message on
+/// each, the gauge `kmp_mac_collisions{mac}` at 2 on every replica, cleared when one goes.
+pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    ctx.apply(&kubevirt_crds())?;
+    let mac = "02:30:00:00:0e:0e";
+    let outcome = (|| {
+        for name in ["kmp-vmi-a", "kmp-vmi-b"] {
+            ctx.apply(&running_vmi_yaml(name, mac))?;
+        }
+        let expected =
+            format!("MAC {mac}: Collision between vmi/default/kmp-vmi-a, vmi/default/kmp-vmi-b");
+        let events = wait_for("the MACCollision events", Duration::from_secs(60), || {
+            let events = ctx.get(&[
+                "get",
+                "events",
+                "-n",
+                "default",
+                "--field-selector",
+                "reason=MACCollision",
+            ])?;
+            let on: BTreeSet<String> = events["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["message"] == expected.as_str() && e["type"] == "Warning")
+                .filter_map(|e| e["involvedObject"]["name"].as_str().map(str::to_string))
+                .collect();
+            Ok((on.len() == 2).then_some(on))
+        })?;
+        println!("    {expected:?} on {events:?}");
+        let gauge = format!("kmp_mac_collisions{{mac=\"{mac}\"}} 2");
+        let lines = wait_for("the collision gauge", Duration::from_secs(30), || {
+            let lines = collision_gauges(ctx)?;
+            Ok((lines.iter().filter(|l| **l == gauge).count() == 2).then_some(lines))
+        })?;
+        println!("    {lines:?}");
+        ctx.kubectl(&[
+            "delete",
+            "virtualmachineinstances.kubevirt.io",
+            "kmp-vmi-b",
+            "-n",
+            "default",
+        ])?;
+        wait_for(
+            "the collision gauge to clear",
+            Duration::from_secs(30),
+            || Ok(collision_gauges(ctx)?.is_empty().then_some(())),
+        )
+    })();
+    ctx.kubectl(&[
+        "delete",
+        "virtualmachineinstances.kubevirt.io",
+        "-n",
+        "default",
+        "--all",
+        "--wait=false",
+    ])?;
+    outcome
+}
