@@ -334,17 +334,32 @@ fn webhook_configuration() -> String {
     )
 }
 
+/// Starts `binary` against the tier's API server; its log goes to `<base>/<name>.log`.
 fn spawn(cluster: &Cluster, binary: &std::path::Path, args: &[&str], name: &str) -> Result<Child> {
+    let log = std::fs::File::create(cluster.base().join(format!("{name}.log")))?;
     Command::new(binary)
         .args(args)
         .env("KUBECONFIG", cluster.kubeconfig())
         .env("POD_NAMESPACE", NAMESPACE)
         .env("POD_NAME", name)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))
+}
+
+/// The manager's own account of its start: when each part was done.
+fn start_steps(cluster: &Cluster, name: &str) -> String {
+    std::fs::read_to_string(cluster.base().join(format!("{name}.log")))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("after_ms"))
+        // `<time> INFO kubemacpool::<module>: <message> <fields>`: the message and fields.
+        .filter_map(|l| l.split_once(": ").map(|(_, rest)| rest.trim().to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn get(url: &str) -> Option<String> {
@@ -443,6 +458,10 @@ fn run(
                 })
                 .unwrap_or(0);
             let (now, peak) = memory(child.id())?;
+            println!(
+                "    {}",
+                start_steps(cluster, &format!("bench-manager-{round}"))
+            );
             println!(
                 "  start {}: ready in {:.3} s, {held} MACs held, RSS {} KiB (peak {} KiB)",
                 round + 1,

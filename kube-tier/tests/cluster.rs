@@ -195,6 +195,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::kubemacpool::a_collision_between_running_vmis_is_reported_and_cleared,
     ),
     (
+        "kubemacpool_never_gives_again_a_mac_given_before_the_switch",
+        scenarios::kubemacpool::macs_given_before_the_switch_are_never_given_again,
+    ),
+    (
         "invalid_config_is_refused_with_a_clear_condition",
         scenarios::changes::invalid_refused,
     ),

@@ -61,6 +61,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         tokio::spawn(async move { shared.claims.keep_renewing().await });
     }
     tokio::spawn(claim_first_block(shared.clone()));
+    tokio::spawn(log_when_ready(shared.clone()));
 
     let tls = TlsAcceptor::from(Arc::new(certs::server_config(
         serving,
@@ -122,6 +123,33 @@ async fn initial_range(client: &Client, namespace: &str) -> anyhow::Result<MacRa
             Err(e) => warn!(error = %e, "reading {}", watch::RANGE_CONFIG),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Logs the time from start to ready once: what the startup benchmark reads.
+async fn log_when_ready(shared: Arc<Shared>) {
+    let mut last = None;
+    loop {
+        match shared.not_ready() {
+            None => {
+                info!(
+                    after_ms = shared.started.elapsed().as_millis() as u64,
+                    "ready"
+                );
+                return;
+            }
+            Some(why) => {
+                if last.as_ref() != Some(&why) {
+                    info!(
+                        after_ms = shared.started.elapsed().as_millis() as u64,
+                        waiting_for = %why,
+                        "not ready"
+                    );
+                    last = Some(why);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
