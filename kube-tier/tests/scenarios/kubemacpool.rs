@@ -395,12 +395,17 @@ fn create_outcome(ctx: &Ctx, yaml: &str) -> String {
             format!("allowed: {text}")
         }
         Err(e) => {
+            // The API server's words, without kubectl's command line before them.
             let e = format!("{e:#}");
-            let line = e
-                .lines()
-                .rfind(|l| !l.trim().is_empty())
-                .unwrap_or_default();
-            format!("refused: {}", line.chars().take(160).collect::<String>())
+            let words = e
+                .split_once("denied the request: ")
+                .map(|(_, w)| w)
+                .or_else(|| e.split_once("Error from server").map(|(_, w)| w))
+                .unwrap_or(&e);
+            format!(
+                "refused: {}",
+                words.trim().chars().take(160).collect::<String>()
+            )
         }
     }
 }
