@@ -23,6 +23,8 @@ use crate::{random_u64, server, watch};
 
 /// How long a stopping replica keeps serving while its endpoint is taken out of the Service.
 const UNREADY_GRACE: Duration = Duration::from_secs(5);
+/// How long after its last answer a stopping replica keeps its blocks.
+const SEEN_BY_OTHERS: Duration = Duration::from_secs(2);
 
 fn env(name: &str) -> anyhow::Result<String> {
     std::env::var(name).with_context(|| format!("{name} is not set"))
@@ -95,6 +97,9 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         let _ = s.await;
     }
     server::drained(&shared, Duration::from_secs(10)).await;
+    // The objects of the last admissions are stored by now; the other replicas' watches get
+    // them within milliseconds. Give them that before they may claim these blocks.
+    tokio::time::sleep(SEEN_BY_OTHERS).await;
     if let Err(e) = shared.claims.retire(&shared.pool).await {
         warn!(error = %e, "giving back the blocks; they free themselves once the Lease expires");
     }
