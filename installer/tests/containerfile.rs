@@ -97,6 +97,7 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
         "install -m 0755 \"$from/installer/cni-installer\" \"$to/cni-installer\"",
         "for p in \"${PLUGINS[@]}\"; do install -m 0755 \"$from/cni-bin/$p\" \"$to/plugins/$p\"; done",
         "install -m 0755 \"$from/operator/network-addons-operator\" \"$to/network-addons-operator\"",
+        "install -m 0755 \"$from/operator/kubemacpool\" \"$to/kubemacpool\"",
         "stage amd64 target",
         "stage arm64 target/aarch64",
     ] {
@@ -109,13 +110,14 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
         "check_static \"$out/cni-bin/$p\"",
         "check_static \"$out/installer/cni-installer\"",
         "check_static \"$out/operator/network-addons-operator\"",
+        "check_static \"$out/operator/kubemacpool\"",
     ] {
         assert!(script.contains(checked), "and checks it static: {checked}");
     }
 }
 
 /// What build-plugins staged for amd64 is the image's root: `/cni-installer`, `/plugins/<each>`,
-/// `/network-addons-operator`.
+/// `/network-addons-operator`, `/kubemacpool`.
 #[test]
 fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/image/amd64");
@@ -127,6 +129,7 @@ fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
         "plugins/ovs",
         "plugins/tuning",
         "network-addons-operator",
+        "kubemacpool",
     ] {
         assert!(root.join(file).is_file(), "{file} staged");
     }

@@ -55,7 +55,11 @@ pub(super) fn cert_manager(ctx: &Ctx) -> Deployment {
             ..PodSpec::default()
         },
         1,
-        DeploymentStrategy::default(),
+        // Two cert managers for a moment are harmless: each writes with resourceVersions.
+        DeploymentStrategy {
+            type_: Some("RollingUpdate".to_string()),
+            rolling_update: None,
+        },
     )
 }
 
