@@ -313,6 +313,8 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
             .as_array()
             .into_iter()
             .flatten()
+            // A pod of an earlier rollout may still be terminating: not a manager any more.
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
             .filter_map(|p| p["metadata"]["uid"].as_str().map(str::to_string))
             .collect())
     };
