@@ -9,7 +9,7 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 use tokio::net::TcpListener;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_rustls::TlsAcceptor;
 use tracing::{info, warn};
 
@@ -33,8 +33,18 @@ fn env(name: &str) -> anyhow::Result<String> {
 pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     let namespace = env("POD_NAMESPACE")?;
     let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "kubemacpool".into());
+    // Handled from the first moment: as a container's first process, a signal without a
+    // handler is ignored, and a replica deleted while it waits for its range would hold its
+    // pod in Terminating for the whole grace period.
+    let mut stop = Stop::install()?;
     let client = Client::try_default().await?;
-    let range = initial_range(&client, &namespace).await?;
+    let range = tokio::select! {
+        range = initial_range(&client, &namespace) => range?,
+        () = stop.requested() => {
+            info!("stopped before it started");
+            return Ok(());
+        }
+    };
     let identity = format!("{pod}-{:08x}", random_u64() as u32);
     info!(%identity, %range, wait_time_s = args.wait_time, "starting");
 
@@ -83,12 +93,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         tokio::spawn(server::serve(metrics, tls, shared.clone(), stop_rx)),
     ];
 
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    stop.requested().await;
     info!("stopping: unready, then draining");
     shared.stopping.store(true, Ordering::Relaxed);
     tokio::time::sleep(UNREADY_GRACE).await;
@@ -105,6 +110,28 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// SIGTERM (the kubelet stopping the pod) or SIGINT.
+struct Stop {
+    term: Signal,
+    int: Signal,
+}
+
+impl Stop {
+    fn install() -> std::io::Result<Stop> {
+        Ok(Stop {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn requested(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }
 
 /// `RANGE_START` and `RANGE_END` when set (upstream's manifests pass them), else the range
@@ -175,7 +202,15 @@ async fn claim_first_block(shared: Arc<Shared>) {
 }
 
 pub async fn run_cert_manager() -> anyhow::Result<()> {
+    let mut stop = Stop::install()?;
     let namespace = env("POD_NAMESPACE")?;
     let client = Client::try_default().await?;
-    certs::run_cert_manager(client, namespace, certs::Intervals::from_env()?).await
+    // Every write it makes is whole (a Secret, a caBundle): stopping between two is safe.
+    tokio::select! {
+        done = certs::run_cert_manager(client, namespace, certs::Intervals::from_env()?) => done,
+        () = stop.requested() => {
+            info!("stopped");
+            Ok(())
+        }
+    }
 }
