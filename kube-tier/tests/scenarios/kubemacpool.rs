@@ -349,9 +349,9 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
     outcome
 }
 
-/// The pending MACs of every manager replica, from its metrics (through the API server's pod
-/// proxy): what admissions hold that no stored object names yet.
-fn pending_macs(ctx: &Ctx) -> Result<u64> {
+/// The metrics of every manager replica that is not terminating (through the API server's pod
+/// proxy, on `port`): a replica on its way out may already be cut off its network.
+fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
     let pods = ctx.get(&[
         "get",
         "pods",
@@ -360,11 +360,23 @@ fn pending_macs(ctx: &Ctx) -> Result<u64> {
         "-l",
         "control-plane=mac-controller-manager",
     ])?;
-    let mut total = 0;
+    let mut out = Vec::new();
     for pod in pods["items"].as_array().into_iter().flatten() {
+        if !pod["metadata"]["deletionTimestamp"].is_null() {
+            continue;
+        }
         let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:8000/proxy/metrics");
-        let body = ctx.kubectl(&["get", "--raw", &path])?;
+        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:{port}/proxy/metrics");
+        out.push((name.to_string(), ctx.kubectl(&["get", "--raw", &path])?));
+    }
+    Ok(out)
+}
+
+/// The pending MACs of every manager replica: what admissions hold that no stored object
+/// names yet.
+fn pending_macs(ctx: &Ctx) -> Result<u64> {
+    let mut total = 0;
+    for (name, body) in manager_metrics(ctx, 8000)? {
         total += body
             .lines()
             .find_map(|l| l.strip_prefix("kubemacpool_macs_pending "))
@@ -525,8 +537,7 @@ fn parked_pod_yaml_with(name: &str, namespace: &str, networks: &str) -> String {
 
 /// The MACs an object was stored with, from `kubectl create -o json`'s answer: a pod's
 /// annotation or a VM's interfaces.
-fn macs_of_created(json: &str) -> Vec<String> {
-    let v: Value = serde_json::from_str(json).unwrap_or_default();
+fn macs_of_created(v: &Value) -> Vec<String> {
     if let Some(text) = v["metadata"]["annotations"][NETWORKS].as_str() {
         let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
         return list
@@ -534,7 +545,7 @@ fn macs_of_created(json: &str) -> Vec<String> {
             .filter_map(|e| e["mac"].as_str().map(str::to_string))
             .collect();
     }
-    vm_macs(&v)
+    vm_macs(v)
         .into_iter()
         .map(|(_, m)| m)
         .filter(|m| !m.is_empty())
@@ -544,15 +555,24 @@ fn macs_of_created(json: &str) -> Vec<String> {
 /// What one object was given: its name and MACs.
 type Given = (String, Vec<String>);
 
-/// Creates `yaml` and returns what it was stored with, or why it failed.
-fn create_for_macs(ctx: &Ctx, name: &str, yaml: &str) -> Result<Given, String> {
-    match ctx
+/// Creates the objects of `yaml` (documents one after the other, in one `kubectl create`) and
+/// returns what each was stored with, or why the create failed.
+fn create_for_macs(ctx: &Ctx, name: &str, yaml: &str) -> Result<Vec<Given>, String> {
+    let out = ctx
         .cluster
         .kubectl_stdin(&["create", "-o", "json", "-f", "-"], yaml)
-    {
-        Ok(out) => Ok((name.to_string(), macs_of_created(&out))),
-        Err(e) => Err(format!("{name}: {e:#}")),
-    }
+        .map_err(|e| format!("{name}: {e:#}"))?;
+    serde_json::Deserializer::from_str(&out)
+        .into_iter::<Value>()
+        .map(|v| {
+            let v = v.map_err(|e| format!("{name}: kubectl's answer: {e}"))?;
+            let created = v["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            Ok((created, macs_of_created(&v)))
+        })
+        .collect()
 }
 
 /// Creates pods `<prefix>-<n>` one after the other until `stop`: what each was given, and the
@@ -568,7 +588,7 @@ fn stream_of_creates(
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let name = format!("{prefix}-{n}");
         match create_for_macs(ctx, &name, &parked_pod_yaml(&name, namespace)) {
-            Ok(g) => given.push(g),
+            Ok(g) => given.extend(g),
             Err(e) => failures.push(e),
         }
         n += 1;
@@ -671,24 +691,26 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
             format!("failed creates:\n{}", failures.join("\n"))
         })?;
 
-        // 500 at once: 250 pods and 250 VMs from 10 threads.
+        // 500 at once: 250 pods and 250 VMs from 10 threads, each one `kubectl create` of 50.
         let results = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for t in 0..10 {
                 let results = &results;
                 s.spawn(move || {
-                    for i in 0..50 {
-                        let n = t * 50 + i;
-                        let name = format!("many-{n}");
-                        let yaml = if n % 2 == 0 {
-                            parked_pod_yaml(&name, STREAM_NAMESPACE)
-                        } else {
-                            vm_yaml(&name, &[("br1", "bridge", "br1", None)])
-                        };
-                        let r = create_for_macs(ctx, &name, &yaml);
-                        if let Ok(mut all) = results.lock() {
-                            all.push(r);
-                        }
+                    let documents: Vec<String> = (0..50)
+                        .map(|i| {
+                            let n = t * 50 + i;
+                            let name = format!("many-{n}");
+                            if n % 2 == 0 {
+                                parked_pod_yaml(&name, STREAM_NAMESPACE)
+                            } else {
+                                vm_yaml(&name, &[("br1", "bridge", "br1", None)])
+                            }
+                        })
+                        .collect();
+                    let r = create_for_macs(ctx, &format!("many-{t}*"), &documents.join("---\n"));
+                    if let Ok(mut all) = results.lock() {
+                        all.push(r);
                     }
                 });
             }
@@ -699,7 +721,11 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
         check(failed.is_empty(), || {
             format!("failed creates:\n{}", failed.join("\n"))
         })?;
-        given.extend(ok.into_iter().filter_map(|r| r.ok()));
+        let at_once: Vec<Given> = ok.into_iter().filter_map(|r| r.ok()).flatten().collect();
+        check(at_once.len() == 500, || {
+            format!("{} of the 500 objects were stored", at_once.len())
+        })?;
+        given.extend(at_once);
         let (duplicates, empty) = duplicates_and_empties(&given);
         let macs: usize = given.iter().map(|(_, m)| m.len()).sum();
         println!(
@@ -731,28 +757,15 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
     outcome
 }
 
-/// The `kmp_mac_collisions` lines of every manager replica's metrics.
+/// The `kmp_mac_collisions` lines of every manager replica's metrics (the port upstream
+/// serves them on).
 fn collision_gauges(ctx: &Ctx) -> Result<Vec<String>> {
-    let pods = ctx.get(&[
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "control-plane=mac-controller-manager",
-    ])?;
-    let mut lines = Vec::new();
-    for pod in pods["items"].as_array().into_iter().flatten() {
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:8443/proxy/metrics");
-        let body = ctx.kubectl(&["get", "--raw", &path])?;
-        lines.extend(
-            body.lines()
-                .filter(|l| l.starts_with("kmp_mac_collisions{"))
-                .map(str::to_string),
-        );
-    }
-    Ok(lines)
+    Ok(manager_metrics(ctx, 8443)?
+        .iter()
+        .flat_map(|(_, body)| body.lines())
+        .filter(|l| l.starts_with("kmp_mac_collisions{"))
+        .map(str::to_string)
+        .collect())
 }
 
 /// A VMI as virt-handler leaves it running: phase and the MAC of its interface.
@@ -869,13 +882,15 @@ pub fn macs_given_before_the_switch_are_never_given_again(ctx: &mut Ctx) -> Resu
         // MAC may sit in the other replica's block: at least two are given, one per replica.)
         let (mut given, mut full) = (Vec::new(), String::new());
         for i in 0..6 {
-            match ctx.cluster.kubectl_stdin(
-                &["create", "-o", "json", "-f", "-"],
-                &vm_yaml(&format!("kmp-after-{i}"), &[("br1", "bridge", "br1", None)]),
+            let name = format!("kmp-after-{i}");
+            match create_for_macs(
+                ctx,
+                &name,
+                &vm_yaml(&name, &[("br1", "bridge", "br1", None)]),
             ) {
-                Ok(out) => given.extend(macs_of_created(&out)),
+                Ok(created) => given.extend(created.into_iter().flat_map(|(_, macs)| macs)),
                 Err(e) => {
-                    full = format!("{e:#}");
+                    full = e;
                     break;
                 }
             }
