@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use kube::api::DynamicObject;
 
-use crate::apply::{self, Applied, Identity};
+use crate::apply::{self, settled, Applied, Identity, Live};
 use crate::desired::{Desired, Failure};
 use crate::reconcile::Ctx;
 
@@ -25,21 +25,28 @@ pub struct Converged {
 pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure> {
     let namespace = &ctx.settings.namespace;
     let listing = apply::list_managed(&ctx.client, namespace).await;
-    let live = listing.live();
+    let live = listing.by_identity();
     let mut out = Converged {
         workloads: listing.workloads(),
         ..Converged::default()
     };
+    let record_live = live.get(&Identity::of(&desired.record)).copied();
+    let completed = settled::completed(record_live, &desired.record);
     for object in &desired.objects {
         let id = Identity::of(object);
+        let read;
         let now = if apply::kind_of(object).is_ok_and(|k| k.keep) {
-            apply::read_live(&ctx.client, object)
+            read = apply::read_live(&ctx.client, object)
                 .await
-                .map_err(|e| Failure::new("FailedToApply", e.to_string()))?
+                .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+            read.as_ref()
         } else {
-            live.get(&id).cloned()
+            live.get(&id).copied()
         };
-        if ctx.ours.is_current(object, now.as_ref()) {
+        if ctx.ours.is_current(object, now.map(Live::of).as_ref()) {
+            continue;
+        }
+        if left_as_completed(ctx, completed, object, now) {
             continue;
         }
         let (how, applied) = apply::apply(&ctx.client, object, &ctx.ours)
@@ -68,8 +75,11 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         ));
     }
 
-    let record_live = live.get(&Identity::of(&desired.record));
-    if !ctx.ours.is_current(&desired.record, record_live) {
+    if !ctx
+        .ours
+        .is_current(&desired.record, record_live.map(Live::of).as_ref())
+        && !left_as_completed(ctx, completed, &desired.record, record_live)
+    {
         let (how, _) = apply::apply(&ctx.client, &desired.record, &ctx.ours)
             .await
             .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
@@ -77,6 +87,23 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         out.applied += 1;
     }
     Ok(out)
+}
+
+/// A new leader leaves what the last one completed and nobody changed since unwritten (see
+/// [`settled`]); returns whether `object` is such.
+fn left_as_completed(
+    ctx: &Ctx,
+    completed: bool,
+    object: &serde_json::Value,
+    now: Option<&DynamicObject>,
+) -> bool {
+    let leave = completed
+        && !ctx.ours.knows(&Identity::of(object))
+        && now.is_some_and(|now| settled::unchanged(now, object));
+    if let (true, Some(now)) = (leave, now) {
+        ctx.ours.remember(object, now);
+    }
+    leave
 }
 
 fn log_applied(id: &Identity, how: Applied) {

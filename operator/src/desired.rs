@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{json, Value};
 
-use crate::apply::{self, Identity};
+use crate::apply::{self, settled, Identity};
 use crate::cluster::ClusterInfo;
 use crate::defaults::{check_change_safe, fill_defaults};
 use crate::error::{Error, Result};
@@ -124,12 +124,12 @@ pub fn objects_for(
     cluster: &ClusterInfo,
     owner: Option<&OwnerReference>,
 ) -> Result<(Vec<Value>, Option<Value>)> {
-    let record = owner
+    let mut record = owner
         .map(|owner| applied_configmap(applied, settings, owner))
         .transpose()?;
     let mut rendered = render(applied, settings, cluster)?;
     relationship_labels(&mut rendered, nac.labels());
-    let objects = prepare(rendered.into_iter().map(|r| r.object), settings, owner)?
+    let objects: Vec<Value> = prepare(rendered.into_iter().map(|r| r.object), settings, owner)?
         .into_iter()
         .filter(|o| {
             record
@@ -137,6 +137,10 @@ pub fn objects_for(
                 .is_none_or(|r| Identity::of(o) != Identity::of(r))
         })
         .collect();
+    if let Some(record) = &mut record {
+        record["metadata"]["annotations"] =
+            json!({ settled::RENDERED: settled::fingerprint(&objects) });
+    }
     Ok((objects, record))
 }
 

@@ -7,7 +7,7 @@ use kube::api::{DeleteParams, DynamicObject, ListParams};
 use kube::Client;
 use serde_json::Value;
 
-use super::{api, kind_of, read, Identity, Live};
+use super::{api, kind_of, read, Identity};
 use crate::error::{describe, Result};
 use crate::labels;
 use crate::render::{RenderedKind, RENDERED_KINDS};
@@ -83,11 +83,11 @@ impl Listing {
             .collect()
     }
 
-    /// What the server has of each listed object.
-    pub fn live(&self) -> HashMap<Identity, Live> {
+    /// Each listed object, by identity.
+    pub fn by_identity(&self) -> HashMap<Identity, &DynamicObject> {
         self.objects
             .iter()
-            .map(|(kind, o)| (identity(kind, o), Live::of(o)))
+            .map(|(kind, o)| (identity(kind, o), o))
             .collect()
     }
 
@@ -125,10 +125,10 @@ pub async fn list_managed(client: &Client, namespace: &str) -> Listing {
 }
 
 /// Reads an object of a kind [`list_managed`] does not list (a Namespace, a CRD).
-pub async fn read_live(client: &Client, object: &Value) -> Result<Option<Live>> {
+pub async fn read_live(client: &Client, object: &Value) -> Result<Option<DynamicObject>> {
     let id = Identity::of(object);
     let api = api(client, kind_of(object)?, &id.namespace);
-    Ok(read(&api, &id).await?.as_ref().map(Live::of))
+    read(&api, &id).await
 }
 
 /// Deletes what [`Listing::unrendered`] finds. An object already gone counts as done; every

@@ -43,6 +43,7 @@ use crate::takeover::take_over;
 
 mod delete;
 mod ours;
+pub mod settled;
 
 pub use delete::{
     delete_unrendered, deletion_order, list_managed, read_live, Listing, UPSTREAM_MANAGED_BY_VALUE,

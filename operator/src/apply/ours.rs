@@ -98,6 +98,11 @@ impl Ours {
         record.rendered == *object && live == Some(&record.live)
     }
 
+    /// Whether this process has applied (or left as it was) the object since it started.
+    pub fn knows(&self, id: &Identity) -> bool {
+        self.lock().applied.contains_key(id)
+    }
+
     pub(super) fn uid(&self, id: &Identity) -> Option<String> {
         self.lock().applied.get(id).map(|r| r.live.uid.clone())
     }
