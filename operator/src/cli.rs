@@ -73,10 +73,14 @@ pub enum Command {
         /// Render for a cluster with the Prometheus operator's CRDs (found by itself too)
         #[arg(long)]
         monitoring: bool,
+        /// Render PodDisruptionBudgets as policy/v1beta1, for Kubernetes before 1.21 (found by
+        /// itself too)
+        #[arg(long)]
+        pdb_v1beta1: bool,
         /// Compare with the live cluster (through KUBECONFIG) instead of printing: what applying
         /// the CR would create, change and delete, from a server-side dry run; nothing is
         /// changed. The applied record and the cluster's capabilities are read from it.
-        #[arg(long, conflicts_with_all = ["previous", "cert_manager", "openshift", "monitoring"])]
+        #[arg(long, conflicts_with_all = ["previous", "cert_manager", "openshift", "monitoring", "pdb_v1beta1"])]
         diff: bool,
     },
     /// Print the CustomResourceDefinition
@@ -103,6 +107,7 @@ impl Cli {
                 cert_manager,
                 openshift,
                 monitoring,
+                pdb_v1beta1,
                 diff,
             } => {
                 let input = match file.as_deref() {
@@ -121,6 +126,7 @@ impl Cli {
                     cert_manager,
                     monitoring,
                     foreign_nmstate: None,
+                    pdb_v1beta1,
                 };
                 let out = render_cr(
                     &input,

@@ -6,6 +6,8 @@
 //!   and the status says why;
 //! - OpenShift: its service CA signs that certificate instead;
 //! - the Prometheus operator: the operator's ServiceMonitor and PrometheusRule are rendered;
+//! - the PodDisruptionBudget version: `policy/v1` from Kubernetes 1.21, `policy/v1beta1` before
+//!   (read from discovery);
 //! - kubernetes-nmstate installed by other means (its own operator, its manifests): then
 //!   `nmstate` renders nothing, as two handlers would apply the same policies to a node at
 //!   once, and the status says why.
@@ -56,6 +58,8 @@ pub struct ClusterInfo {
     pub monitoring: bool,
     /// kubernetes-nmstate runs here, installed by something other than a NetworkAddonsConfig.
     pub foreign_nmstate: Option<ForeignNmstate>,
+    /// PodDisruptionBudgets are served only as `policy/v1beta1` (Kubernetes before 1.21).
+    pub pdb_v1beta1: bool,
 }
 
 /// What shows that kubernetes-nmstate is installed by something other than a
@@ -91,6 +95,7 @@ impl ClusterInfo {
         cert_manager: true,
         monitoring: true,
         foreign_nmstate: None,
+        pdb_v1beta1: false,
     };
 
     /// Whether a webhook can get a serving certificate here (OpenShift's service CA or
@@ -123,7 +128,17 @@ impl ClusterInfo {
                 &handlers,
                 namespace,
             ),
+            pdb_v1beta1: !serves(client, "policy/v1").await?,
         })
+    }
+}
+
+/// Whether the API server serves `api_version` (discovery answers 404 when it does not).
+async fn serves(client: &Client, api_version: &str) -> Result<bool> {
+    match client.list_api_group_resources(api_version).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(Error::wrap(format!("discover {api_version}"), e)),
     }
 }
 

@@ -154,7 +154,11 @@ fn rendered_kinds(namespaced: bool) -> BTreeMap<&'static str, Vec<&'static str>>
         .filter(|k| k.namespaced == namespaced && !k.keep)
     {
         let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        groups.entry(group).or_default().push(kind.plural);
+        let plurals = groups.entry(group).or_default();
+        // One kind may be declared in two versions of its group.
+        if !plurals.contains(&kind.plural) {
+            plurals.push(kind.plural);
+        }
     }
     groups
 }

@@ -53,7 +53,11 @@ fn applied_objects(path: &Path) -> Vec<Value> {
         &cr,
         &applied,
         &Settings::defaults(),
-        &ClusterInfo::WITH_CERT_MANAGER,
+        // As the operator finds 1.20: PodDisruptionBudgets only in policy/v1beta1.
+        &ClusterInfo {
+            pdb_v1beta1: true,
+            ..ClusterInfo::WITH_CERT_MANAGER
+        },
         Some(&owner()),
     )
     .unwrap();

@@ -13,6 +13,7 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
@@ -260,6 +261,7 @@ fn check_typed(object: &Value) -> Result<(), String> {
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => roundtrip::<RoleBinding>(object),
         ("apps/v1", "DaemonSet") => roundtrip::<DaemonSet>(object),
         ("apps/v1", "Deployment") => roundtrip::<Deployment>(object),
+        ("policy/v1", "PodDisruptionBudget") => roundtrip::<PodDisruptionBudget>(object),
         ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
             roundtrip::<MutatingWebhookConfiguration>(object)
         }

@@ -140,6 +140,20 @@ pub const RENDERED_KINDS: &[RenderedKind] = &[
     ),
     kind("apps/v1", "Deployment", "deployments", true, false),
     kind(
+        "policy/v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        false,
+    ),
+    kind(
+        "policy/v1beta1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        false,
+    ),
+    kind(
         "admissionregistration.k8s.io/v1",
         "MutatingWebhookConfiguration",
         "mutatingwebhookconfigurations",

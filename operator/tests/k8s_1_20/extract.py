@@ -27,6 +27,7 @@ ROOTS = [
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
     ("apps", "v1", "DaemonSet"),
     ("apps", "v1", "Deployment"),
+    ("policy", "v1beta1", "PodDisruptionBudget"),
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
 ]

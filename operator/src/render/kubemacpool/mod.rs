@@ -81,7 +81,7 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
             upstream::mac_controller(ctx, pool),
         )
     };
-    Ok(vec![
+    let mut objects = vec![
         common::to_rendered(c, &common::service_account(ctx, SERVICE_ACCOUNT, COMPONENT))?,
         common::to_rendered(
             c,
@@ -101,6 +101,11 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         common::to_rendered(c, &service(ctx, ours))?,
         common::to_rendered(c, &cert_manager)?,
         common::to_rendered(c, &mac_controller)?,
+    ];
+    if ours {
+        objects.push(common::to_rendered(c, &ours::disruption_budget(ctx)?)?);
+    }
+    objects.extend([
         common::to_rendered(c, &webhook(ctx))?,
         common::to_rendered(
             c,
@@ -113,7 +118,8 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
                 IntOrString::Int(WEBHOOK_PORT),
             ),
         )?,
-    ])
+    ]);
+    Ok(objects)
 }
 
 /// Ours unless `KUBEMACPOOL_IMAGE` names an image.
@@ -550,5 +556,37 @@ mod tests {
         assert!(!find(&upstream, "ClusterRole", CLUSTER_ROLE)
             .to_string()
             .contains("\"leases\""));
+    }
+
+    #[test]
+    fn ours_keeps_one_manager_through_a_drain_and_upstreams_single_replica_is_not_held() {
+        let settings = Settings::defaults();
+        let applied = spec("02:00:00:00:00:00", "02:00:00:ff:ff:ff");
+        let out = render(&Ctx::new(&applied, &settings, &ClusterInfo::default())).unwrap();
+        let budget = find(&out, "PodDisruptionBudget", MAC_CONTROLLER);
+        let manager = find(&out, "Deployment", MAC_CONTROLLER);
+        assert_eq!(budget["apiVersion"], "policy/v1");
+        assert_eq!(budget["spec"]["minAvailable"], 1);
+        assert_eq!(budget["spec"]["selector"], manager["spec"]["selector"]);
+
+        let old = ClusterInfo {
+            pdb_v1beta1: true,
+            ..ClusterInfo::default()
+        };
+        let out = render(&Ctx::new(&applied, &settings, &old)).unwrap();
+        assert_eq!(
+            find(&out, "PodDisruptionBudget", MAC_CONTROLLER)["apiVersion"],
+            "policy/v1beta1"
+        );
+
+        let upstream = render(&Ctx::new(
+            &applied,
+            &upstream_settings(),
+            &ClusterInfo::default(),
+        ))
+        .unwrap();
+        assert!(!upstream
+            .iter()
+            .any(|r| r.object["kind"] == "PodDisruptionBudget"));
     }
 }

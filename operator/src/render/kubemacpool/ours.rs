@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
     Affinity, Container, HTTPGetAction, PodAffinityTerm, PodAntiAffinity, PodSpec, Probe,
     WeightedPodAffinityTerm,
 };
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
@@ -15,6 +16,7 @@ use super::{
     WEBHOOK_PORT,
 };
 use crate::defaults::default_self_sign;
+use crate::error::{Error, Result};
 use crate::render::common::{self, Ctx};
 use crate::render::tls;
 
@@ -124,6 +126,29 @@ pub(super) fn mac_controller(ctx: &Ctx) -> Deployment {
             }),
         },
     )
+}
+
+/// A voluntary disruption (a node drain, an eviction) never takes the last ready manager:
+/// with `failurePolicy: Fail`, no VM could be created without one. On Kubernetes before 1.21
+/// the same object is served as `policy/v1beta1`.
+pub(super) fn disruption_budget(ctx: &Ctx) -> Result<serde_json::Value> {
+    let budget = PodDisruptionBudget {
+        metadata: common::meta(ctx, MAC_CONTROLLER, Some(super::COMPONENT)),
+        spec: Some(PodDisruptionBudgetSpec {
+            min_available: Some(IntOrString::Int(1)),
+            selector: Some(common::selector(CONTROLLER_SELECTOR)),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        status: None,
+    };
+    let mut object =
+        serde_json::to_value(&budget).map_err(|e| Error::wrap("serialise a rendered object", e))?;
+    object["apiVersion"] = "policy/v1".into();
+    object["kind"] = "PodDisruptionBudget".into();
+    if ctx.cluster.pdb_v1beta1 {
+        object["apiVersion"] = "policy/v1beta1".into();
+    }
+    Ok(object)
 }
 
 /// Replicas on different nodes where the cluster has them, so one node's loss leaves one.
