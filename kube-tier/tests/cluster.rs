@@ -191,6 +191,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::kubemacpool::rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs,
     ),
     (
+        "kubemacpool_a_drain_never_takes_the_last_manager",
+        scenarios::kubemacpool::a_drain_never_takes_the_last_manager,
+    ),
+    (
         "kubemacpool_reports_a_collision_between_running_vmis_and_clears_it",
         scenarios::kubemacpool::a_collision_between_running_vmis_is_reported_and_cleared,
     ),

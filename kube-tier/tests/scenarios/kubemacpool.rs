@@ -349,6 +349,96 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
     outcome
 }
 
+/// The names of the manager pods that are not terminating.
+fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
+    let pods = ctx.get(&[
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "control-plane=mac-controller-manager",
+    ])?;
+    Ok(pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// Asks the API server to evict `pod`, as `kubectl drain` does: the answer, or the refusal.
+fn evict(ctx: &Ctx, pod: &str) -> Result<String, String> {
+    let eviction = format!(
+        "{{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\",\"metadata\":{{\"name\":\"{pod}\",\"namespace\":\"{NAMESPACE}\"}}}}"
+    );
+    ctx.cluster
+        .kubectl_stdin(
+            &[
+                "create",
+                "--raw",
+                &format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}/eviction"),
+                "-f",
+                "-",
+            ],
+            &eviction,
+        )
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// A drain evicts one manager and is refused the other until the first one's replacement is
+/// ready: the PodDisruptionBudget keeps one serving.
+pub fn a_drain_never_takes_the_last_manager(ctx: &mut Ctx) -> Result<()> {
+    deploy(ctx)?;
+    let budget = wait_for(
+        "the managers' PodDisruptionBudget to count both",
+        Duration::from_secs(60),
+        || {
+            let pdb = ctx.get(&["get", "poddisruptionbudgets", MANAGER, "-n", NAMESPACE])?;
+            Ok(
+                (pdb["status"]["currentHealthy"] == 2 && pdb["status"]["disruptionsAllowed"] == 1)
+                    .then_some(pdb),
+            )
+        },
+    )?;
+    println!(
+        "    {} {MANAGER}: minAvailable {}, {} healthy, {} disruption allowed",
+        budget["apiVersion"].as_str().unwrap_or_default(),
+        budget["spec"]["minAvailable"],
+        budget["status"]["currentHealthy"],
+        budget["status"]["disruptionsAllowed"]
+    );
+    let managers = live_managers(ctx)?;
+    check(managers.len() == 2, || format!("managers: {managers:?}"))?;
+    let first = evict(ctx, &managers[0]);
+    let second = evict(ctx, &managers[1]);
+    println!(
+        "    evicting {}: {}",
+        managers[0],
+        if first.is_ok() { "evicted" } else { "refused" }
+    );
+    println!(
+        "    evicting {} at once: {}",
+        managers[1],
+        second
+            .as_ref()
+            .err()
+            .and_then(|e| e.lines().last())
+            .unwrap_or("evicted")
+    );
+    check(first.is_ok(), || {
+        format!("the first eviction was refused: {first:?}")
+    })?;
+    check(
+        second
+            .as_ref()
+            .is_err_and(|e| e.contains("disruption budget")),
+        || format!("the second eviction was not refused by the budget: {second:?}"),
+    )?;
+    ctx.wait_rollout("deployment", MANAGER)
+}
+
 /// The metrics of every manager replica that is not terminating (through the API server's pod
 /// proxy, on `port`): a replica on its way out may already be cut off its network.
 fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
