@@ -164,10 +164,20 @@ mod monitoring {
     }
 
     #[derive(Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
     struct Endpoint {
         port: String,
         scheme: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bearer_token_file: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls_config: Option<TlsConfig>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct TlsConfig {
+        insecure_skip_verify: bool,
     }
 
     #[derive(Serialize, Deserialize)]

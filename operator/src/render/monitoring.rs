@@ -19,6 +19,7 @@ use super::common::{self, Ctx};
 use super::Rendered;
 use crate::error::Result;
 use crate::labels;
+use crate::spec::Component;
 
 pub const SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
 pub const SERVICE_MONITOR: &str = "service-monitor-cluster-network-addons-operator";
@@ -31,8 +32,8 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     let mut out = vec![common::to_rendered(None, &service(ctx))?];
     if ctx.cluster.monitoring {
         out.extend([
-            common::to_rendered(None, &role(ctx))?,
-            common::to_rendered(None, &role_binding(ctx))?,
+            common::to_rendered(None, &discovery_role(ctx, MONITORING_ROLE, None))?,
+            common::to_rendered(None, &discovery_role_binding(ctx, MONITORING_ROLE, None))?,
             common::to_rendered(None, &service_monitor(ctx))?,
             common::to_rendered(None, &prometheus_rule(ctx))?,
         ]);
@@ -62,9 +63,11 @@ fn service(ctx: &Ctx) -> Service {
     }
 }
 
-fn role(ctx: &Ctx) -> Role {
+/// What lets the monitoring stack's service account discover the scrape targets in the operand
+/// namespace.
+pub fn discovery_role(ctx: &Ctx, name: &str, component: Option<Component>) -> Role {
     Role {
-        metadata: common::meta(ctx, MONITORING_ROLE, None),
+        metadata: common::meta(ctx, name, component),
         rules: Some(vec![common::rule(
             &[""],
             &["services", "endpoints", "pods"],
@@ -73,13 +76,14 @@ fn role(ctx: &Ctx) -> Role {
     }
 }
 
-fn role_binding(ctx: &Ctx) -> RoleBinding {
+/// Binds [`discovery_role`] `name` to the monitoring stack's service account.
+pub fn discovery_role_binding(ctx: &Ctx, name: &str, component: Option<Component>) -> RoleBinding {
     RoleBinding {
-        metadata: common::meta(ctx, MONITORING_ROLE, None),
+        metadata: common::meta(ctx, name, component),
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".to_string(),
             kind: "Role".to_string(),
-            name: MONITORING_ROLE.to_string(),
+            name: name.to_string(),
         },
         subjects: Some(vec![Subject {
             api_group: None,

@@ -23,11 +23,12 @@
 //! Differences from upstream's render:
 //! - a ServiceAccount of its own (upstream binds the role to the namespace's `default` account,
 //!   which every other pod there would share);
-//! - no monitoring objects (ServiceMonitor, PrometheusRule, the metrics proxy sidecar): their
-//!   CRDs and the Prometheus stack may be absent, and a missing CRD would fail the whole apply;
+//! - no metrics proxy sidecar: the manager serves its metrics over HTTPS itself (upstream's
+//!   monitoring objects, [`monitoring`], are rendered where the Prometheus operator's CRDs are);
 //! - `tlsSecurityProfile` goes to the webhook server as `--tls-min-version` and
 //!   `--tls-cipher-suites` (Go's names), as upstream's current manifests pass it.
 
+mod monitoring;
 mod ours;
 mod upstream;
 
@@ -118,7 +119,19 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
                 IntOrString::Int(WEBHOOK_PORT),
             ),
         )?,
+        common::to_rendered(
+            c,
+            &network_policy::allow_ingress(
+                ctx,
+                COMPONENT,
+                "kubemacpool-allow-ingress-to-metrics-endpoint",
+                CONTROLLER_SELECTOR,
+                "TCP",
+                IntOrString::Int(monitoring::METRICS_PORT),
+            ),
+        )?,
     ]);
+    objects.extend(monitoring::render(ctx)?);
     Ok(objects)
 }
 

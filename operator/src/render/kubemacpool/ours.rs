@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::monitoring::METRICS_PORT;
 use super::{
     deployment, CERT_MANAGER, CERT_MANAGER_SELECTOR, CONTROLLER_SELECTOR, MAC_CONTROLLER,
     WEBHOOK_PORT,
@@ -22,7 +23,6 @@ use crate::render::tls;
 
 /// The binary in the plugins image.
 const BINARY: &str = "/kubemacpool";
-const METRICS_PORT: i32 = 8443;
 /// Replicas of the manager: one may be rolled or lost while the other serves.
 pub const REPLICAS: i32 = 2;
 /// A stopping manager stays 5 s unready before it stops serving, then drains.

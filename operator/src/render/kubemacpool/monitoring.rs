@@ -1,0 +1,171 @@
+//! KubeMacPool's metrics for Prometheus, as upstream's release renders them: the Service in
+//! front of the managers' HTTPS metrics port, and, where the Prometheus operator's CRDs are
+//! served, the ServiceMonitor scraping it, the PrometheusRule with the collision alert, and the
+//! Role that lets the monitoring stack discover the endpoints. Both allocators serve
+//! `kmp_mac_collisions{mac}` on that port.
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{json, Value};
+
+use super::{COMPONENT, CONTROLLER_SELECTOR};
+use crate::error::Result;
+use crate::render::common::{self, Ctx};
+use crate::render::monitoring::{discovery_role, discovery_role_binding};
+use crate::render::Rendered;
+
+pub const METRICS_SERVICE: &str = "kubemacpool-metrics-service";
+pub const SERVICE_MONITOR: &str = "kubemacpool-metrics-monitor";
+pub const PROMETHEUS_RULE: &str = "kubemacpool-prometheus-rule";
+pub const PROMETHEUS_ROLE: &str = "kubemacpool-prometheus";
+/// The managers' metrics port (HTTPS, the webhook's serving certificate).
+pub const METRICS_PORT: i32 = 8443;
+/// The alert upstream's KubeMacPool ships, on its collision gauge.
+pub const COLLISION_ALERT: &str = "KubemacpoolMACCollisionDetected";
+const PROMETHEUS_LABEL: (&str, &str) = ("prometheus.kubemacpool.io", "true");
+
+/// The metrics Service always; the monitoring objects where the cluster serves their kinds.
+pub(super) fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
+    let c = Some(COMPONENT);
+    let mut out = vec![common::to_rendered(c, &metrics_service(ctx))?];
+    if ctx.cluster.monitoring {
+        out.extend([
+            common::to_rendered(c, &discovery_role(ctx, PROMETHEUS_ROLE, c))?,
+            common::to_rendered(c, &discovery_role_binding(ctx, PROMETHEUS_ROLE, c))?,
+            common::to_rendered(c, &prometheus_rule(ctx))?,
+            common::to_rendered(c, &service_monitor(ctx))?,
+        ]);
+    }
+    Ok(out)
+}
+
+fn with_labels(ctx: &Ctx, name: &str, extra: &[(&str, &str)]) -> ObjectMeta {
+    let mut metadata = common::meta(ctx, name, Some(COMPONENT));
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels.extend(common::string_map(extra));
+    }
+    metadata
+}
+
+fn metrics_service(ctx: &Ctx) -> Service {
+    let mut labels = CONTROLLER_SELECTOR[..1].to_vec();
+    labels.push(PROMETHEUS_LABEL);
+    Service {
+        metadata: with_labels(ctx, METRICS_SERVICE, &labels),
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                name: Some("metrics".to_string()),
+                port: METRICS_PORT,
+                protocol: Some("TCP".to_string()),
+                target_port: Some(IntOrString::Int(METRICS_PORT)),
+                ..ServicePort::default()
+            }]),
+            selector: Some(common::string_map(&CONTROLLER_SELECTOR[..1])),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn prometheus_rule(ctx: &Ctx) -> Value {
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": with_labels(ctx, PROMETHEUS_RULE, &[
+            ("openshift.io/prometheus-rule-evaluation-scope", "leaf-prometheus"),
+            PROMETHEUS_LABEL,
+        ]),
+        "spec": {"groups": [{"name": "alerts.rules", "rules": [{
+            "alert": COLLISION_ALERT,
+            "expr": "count(kmp_mac_collisions > 1) > 0",
+            "for": "30s",
+            "labels": {"severity": "warning", "operator_health_impact": "warning"},
+            "annotations": {
+                "summary": "MAC address collisions detected.",
+                "description": "{{ $value }} MAC address(es) have collisions. Multiple running objects are using the same MAC address.",
+                "runbook_url": ctx.settings.runbook_url_template.replace("%s", COLLISION_ALERT),
+            },
+        }]}]},
+    })
+}
+
+fn service_monitor(ctx: &Ctx) -> Value {
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": with_labels(ctx, SERVICE_MONITOR, &[
+            ("openshift.io/cluster-monitoring", "true"),
+            PROMETHEUS_LABEL,
+        ]),
+        "spec": {
+            "selector": {"matchLabels": common::string_map(&[PROMETHEUS_LABEL])},
+            "namespaceSelector": {"matchNames": [ctx.settings.namespace]},
+            "endpoints": [{
+                "port": "metrics",
+                "scheme": "https",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                // The certificate is the webhook's, from its own CA.
+                "tlsConfig": {"insecureSkipVerify": true},
+            }],
+        },
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterInfo;
+    use crate::settings::Settings;
+    use crate::spec::NetworkAddonsConfigSpec;
+
+    fn rendered(cluster: &ClusterInfo) -> Vec<Value> {
+        let spec = NetworkAddonsConfigSpec::default();
+        let settings = Settings::defaults();
+        render(&Ctx::new(&spec, &settings, cluster))
+            .unwrap()
+            .into_iter()
+            .map(|r| r.object)
+            .collect()
+    }
+
+    #[test]
+    fn the_collision_alert_fires_on_any_mac_used_twice_for_30_s() {
+        let out = rendered(&ClusterInfo::WITH_CERT_MANAGER);
+        let rule = out.iter().find(|o| o["kind"] == "PrometheusRule").unwrap();
+        let alert = &rule["spec"]["groups"][0]["rules"][0];
+        assert_eq!(alert["alert"], COLLISION_ALERT);
+        assert_eq!(alert["expr"], "count(kmp_mac_collisions > 1) > 0");
+        assert_eq!(alert["for"], "30s");
+        assert_eq!(alert["labels"]["severity"], "warning");
+    }
+
+    #[test]
+    fn the_monitor_scrapes_the_managers_metrics_port_over_https() {
+        let out = rendered(&ClusterInfo::WITH_CERT_MANAGER);
+        let service = out.iter().find(|o| o["kind"] == "Service").unwrap();
+        let monitor = out.iter().find(|o| o["kind"] == "ServiceMonitor").unwrap();
+        assert_eq!(service["spec"]["ports"][0]["port"], METRICS_PORT);
+        assert_eq!(
+            service["spec"]["selector"],
+            json!({"control-plane": "mac-controller-manager"})
+        );
+        for (k, v) in monitor["spec"]["selector"]["matchLabels"]
+            .as_object()
+            .unwrap()
+        {
+            assert_eq!(&service["metadata"]["labels"][k], v, "{k}");
+        }
+        assert_eq!(monitor["spec"]["endpoints"][0]["scheme"], "https");
+    }
+
+    #[test]
+    fn without_the_prometheus_operator_only_the_metrics_service_is_rendered() {
+        let kinds: Vec<Value> = rendered(&ClusterInfo::default())
+            .iter()
+            .map(|o| o["kind"].clone())
+            .collect();
+        assert_eq!(kinds, [json!("Service")]);
+    }
+}
