@@ -10,6 +10,9 @@
 //! annotation. Upstream counts running pods only; ours watches pods as metadata, so a completed
 //! pod counts until it is deleted, as its MACs stay allocated until then.
 //!
+//! Only users in namespaces KubeMacPool manages for their kind count ([`OptMode`], from the live
+//! webhook configuration), as upstream counts them.
+//!
 //! Every replica serves the gauge; events come from one, the replica whose allocator identity
 //! sorts first among the live ones, so an object gets one event per collision.
 
@@ -24,6 +27,8 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use net_types::MacAddr;
 use tracing::warn;
+
+use crate::opt_mode::{Managed, OptMode};
 
 pub const REASON: &str = "MACCollision";
 /// The label KubeVirt puts on a VM's launcher pod.
@@ -47,6 +52,8 @@ impl User {
 #[derive(Default)]
 pub struct Collisions {
     users: Mutex<Users>,
+    /// Which namespaces count, for each kind.
+    pub opt_mode: OptMode,
 }
 
 #[derive(Default)]
@@ -77,13 +84,22 @@ impl Collisions {
     pub fn current(&self) -> BTreeMap<MacAddr, BTreeSet<User>> {
         let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
         let mut by_mac: BTreeMap<MacAddr, BTreeSet<User>> = BTreeMap::new();
-        for (user, macs) in &users.macs {
+        for (user, macs) in users.macs.iter().filter(|(u, _)| self.counts(u)) {
             for mac in macs {
                 by_mac.entry(*mac).or_default().insert(user.clone());
             }
         }
         by_mac.retain(|_, users| users.len() > 1);
         by_mac
+    }
+
+    fn counts(&self, user: &User) -> bool {
+        let kind = if user.kind == "vmi" {
+            Managed::Vms
+        } else {
+            Managed::Pods
+        };
+        self.opt_mode.manages(kind, &user.namespace)
     }
 
     /// The collisions not reported yet (a new one, or one with another set of users); forgets
@@ -222,6 +238,30 @@ mod tests {
         assert!(c.unreported().is_empty());
         c.set(user("vmi", "c"), vec![mac("02:00:00:00:00:01")]);
         assert_eq!(c.unreported().len(), 1);
+    }
+
+    #[test]
+    fn users_in_namespaces_left_alone_raise_no_collision() {
+        let c = Collisions::default();
+        let configuration = serde_json::json!({
+            "metadata": {"name": crate::opt_mode::WEBHOOK_CONFIGURATION},
+            "webhooks": [{"name": crate::opt_mode::POD_WEBHOOK, "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "clientConfig": {},
+                "namespaceSelector": {"matchLabels": {"mutatepods.kubemacpool.io": "allocate"}}}],
+        });
+        c.opt_mode.set_configuration(Some(
+            &serde_json::from_value(configuration).expect("config"),
+        ));
+        c.opt_mode.set_namespace("ns", Some(BTreeMap::new()));
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("pod", "b"), vec![mac("02:00:00:00:00:01")]);
+        assert!(c.current().is_empty(), "the pod's namespace did not opt in");
+        let opted_in = [(
+            "mutatepods.kubemacpool.io".to_string(),
+            "allocate".to_string(),
+        )];
+        c.opt_mode.set_namespace("ns", Some(opted_in.into()));
+        assert_eq!(c.current().len(), 1);
     }
 
     #[test]

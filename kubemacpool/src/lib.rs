@@ -6,7 +6,8 @@
 //! - `range`, `pool`: the range and the taken MACs; `claims`: the blocks each replica may
 //!   allocate from, arbitrated by the API server;
 //! - `watch`: pods, VMs and the range ConfigMap feeding the pool; `state`: what the tasks share;
-//! - `collisions`: MACs used by more than one running VMI or pod, reported;
+//! - `collisions`: MACs used by more than one running VMI or pod, reported; `opt_mode`: which
+//!   namespaces count, from the live webhook configuration;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
 //! - `manager`: the manager's start and clean stop.
 
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod collisions;
 pub mod manager;
 pub mod metrics;
+pub mod opt_mode;
 pub mod patch;
 pub mod pod;
 pub mod pool;

@@ -66,6 +66,8 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         shared.clone(),
     ));
     tokio::spawn(watch::follow_vmis(client.clone(), shared.clone()));
+    tokio::spawn(watch::follow_opt_mode(client.clone(), shared.clone()));
+    tokio::spawn(watch::follow_namespaces(client.clone(), shared.clone()));
     tokio::spawn(watch::report_collisions(client.clone(), shared.clone()));
     tokio::spawn(watch::expire_pending(shared.clone()));
     {

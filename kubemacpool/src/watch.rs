@@ -1,5 +1,7 @@
 //! The watches that feed the pool: every pod's and VirtualMachine's MACs (the state is the
-//! objects, nothing else), and the range ConfigMap, applied as it changes.
+//! objects, nothing else), and the range ConfigMap, applied as it changes; and those that feed
+//! the collision report: running VMIs, the webhook configuration's selectors and the
+//! namespaces' labels.
 //!
 //! Lists ask for any resourceVersion, so the API server answers from its watch cache: at
 //! 10,000 objects that is a fraction of a second, where paged quorum reads from etcd took
@@ -11,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, watcher, Event};
@@ -20,10 +23,10 @@ use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
 use crate::collisions::{User, LAUNCHER_LABEL};
-use crate::pod;
 use crate::range::MacRange;
 use crate::state::Shared;
 use crate::vm;
+use crate::{opt_mode, pod};
 
 pub const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
 
@@ -337,6 +340,47 @@ pub async fn follow_range(client: Client, namespace: String, shared: Arc<Shared>
             }
             Ok(None) => return,
             Err(e) => warn!(error = %e, "watching {RANGE_CONFIG}"),
+        }
+    }
+}
+
+/// Follows the webhook configuration's namespaceSelectors: which namespaces the collision
+/// report counts ([`crate::opt_mode`]).
+pub async fn follow_opt_mode(client: Client, shared: Arc<Shared>) {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!(
+        "metadata.name={}",
+        opt_mode::WEBHOOK_CONFIGURATION
+    ));
+    let mut events = watcher(api, config).default_backoff().boxed();
+    let mode = &shared.collisions.opt_mode;
+    loop {
+        match events.try_next().await {
+            Ok(Some(Event::InitApply(c) | Event::Apply(c))) => mode.set_configuration(Some(&c)),
+            Ok(Some(Event::Delete(_))) => mode.set_configuration(None),
+            Ok(Some(Event::Init | Event::InitDone)) => {}
+            Ok(None) => return,
+            Err(e) => warn!(error = %e, "watching {}", opt_mode::WEBHOOK_CONFIGURATION),
+        }
+    }
+}
+
+/// Follows every namespace's labels, which the namespaceSelectors match.
+pub async fn follow_namespaces(client: Client, shared: Arc<Shared>) {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client);
+    let mut events = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .boxed();
+    let mode = &shared.collisions.opt_mode;
+    loop {
+        match events.try_next().await {
+            Ok(Some(Event::InitApply(n) | Event::Apply(n))) => {
+                mode.set_namespace(&n.name_any(), Some(n.labels().clone()))
+            }
+            Ok(Some(Event::Delete(n))) => mode.set_namespace(&n.name_any(), None),
+            Ok(Some(Event::Init | Event::InitDone)) => {}
+            Ok(None) => return,
+            Err(e) => warn!(error = %e, "watching namespaces"),
         }
     }
 }

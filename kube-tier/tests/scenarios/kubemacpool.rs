@@ -26,6 +26,7 @@ const RANGE_NAMESPACE: &str = "kmp-range";
 const CORPUS_NAMESPACE: &str = "kmp-corpus";
 const STREAM_NAMESPACE: &str = "kmp-stream";
 const SWITCH_NAMESPACE: &str = "kmp-switch";
+const IGNORED_NAMESPACE: &str = "kmp-vms-ignored";
 const MANAGER: &str = "kubemacpool-mac-controller-manager";
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
 
@@ -859,9 +860,9 @@ fn collision_gauges(ctx: &Ctx) -> Result<Vec<String>> {
 }
 
 /// A VMI as virt-handler leaves it running: phase and the MAC of its interface.
-fn running_vmi_yaml(name: &str, mac: &str) -> String {
+fn running_vmi_yaml(name: &str, namespace: &str, mac: &str) -> String {
     format!(
-        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: {name}\n  namespace: default\n\
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
          spec: {{}}\nstatus:\n  phase: Running\n  interfaces:\n  - name: br1\n    mac: \"{mac}\"\n"
     )
 }
@@ -872,9 +873,19 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
     deploy(ctx)?;
     ctx.apply(&kubevirt_crds())?;
     let mac = "02:30:00:00:0e:0e";
+    // VMs opted out: the live webhook's selector leaves this namespace alone, and so does the
+    // collision report.
+    let ignored_mac = "02:30:00:00:0e:0f";
+    ctx.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {IGNORED_NAMESPACE}\n  labels:\n    \
+         mutatevirtualmachines.kubemacpool.io: ignore\n"
+    ))?;
     let outcome = (|| {
+        for name in ["kmp-vmi-ignored-a", "kmp-vmi-ignored-b"] {
+            ctx.apply(&running_vmi_yaml(name, IGNORED_NAMESPACE, ignored_mac))?;
+        }
         for name in ["kmp-vmi-a", "kmp-vmi-b"] {
-            ctx.apply(&running_vmi_yaml(name, mac))?;
+            ctx.apply(&running_vmi_yaml(name, "default", mac))?;
         }
         let expected =
             format!("MAC {mac}: Collision between vmi/default/kmp-vmi-a, vmi/default/kmp-vmi-b");
@@ -903,6 +914,12 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
             Ok((lines.iter().filter(|l| **l == gauge).count() == 2).then_some(lines))
         })?;
         println!("    {lines:?}");
+        check(!lines.iter().any(|l| l.contains(ignored_mac)), || {
+            format!("VMIs in {IGNORED_NAMESPACE}, opted out, were counted: {lines:?}")
+        })?;
+        println!(
+            "    the same MAC on two VMIs in {IGNORED_NAMESPACE} (VMs opted out): not counted"
+        );
         ctx.kubectl(&[
             "delete",
             "virtualmachineinstances.kubevirt.io",
@@ -924,6 +941,7 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
         "--all",
         "--wait=false",
     ])?;
+    ctx.kubectl(&["delete", "namespace", IGNORED_NAMESPACE, "--wait=false"])?;
     outcome
 }
 
