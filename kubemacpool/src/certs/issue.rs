@@ -90,9 +90,9 @@ pub struct ServingPair {
 }
 
 impl Ca {
-    /// A new self-signed CA (ECDSA P-256) valid for `lifetime` from `now`.
+    /// A new self-signed CA (an RSA-2048 key, as upstream's) valid for `lifetime` from `now`.
     pub fn generate(now: UnixSeconds, lifetime: Duration) -> Result<Ca, CertError> {
-        let key = KeyPair::generate()?;
+        let key = rsa_key()?;
         let mut params = ca_params();
         set_validity(&mut params, now - BACKDATE, now + seconds(lifetime));
         let cert_der = params.self_signed(&key)?.der().clone();
@@ -104,11 +104,12 @@ impl Ca {
         })
     }
 
-    /// The CA kept in a Secret: its first PEM certificate and a PKCS#8 key that belongs to it.
+    /// The CA kept in a Secret: its first PEM certificate and a key that belongs to it, PKCS#8
+    /// or (as upstream writes it) PKCS#1 RSA.
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Ca, CertError> {
         let cert_der = first_certificate(cert_pem)?;
         let key_text = std::str::from_utf8(key_pem).map_err(|_| CertError::NoKey)?;
-        let key = KeyPair::from_pem(key_text).map_err(|e| CertError::BadKey(e.to_string()))?;
+        let key = read_key(key_text)?;
         let validity = x509::validity(&cert_der).ok_or(CertError::BadCertificate)?;
         let spki = x509::public_key_info(&cert_der).ok_or(CertError::BadCertificate)?;
         if spki != key.subject_public_key_info().as_slice() {
@@ -167,6 +168,30 @@ impl Ca {
             validity,
         })
     }
+}
+
+/// A new RSA-2048 key, the CA key upstream's cert manager makes and the only kind it reads.
+fn rsa_key() -> Result<KeyPair, CertError> {
+    use rsa::pkcs8::EncodePrivateKey;
+    let bad = |e: String| CertError::BadKey(e);
+    let key =
+        rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).map_err(|e| bad(e.to_string()))?;
+    let der = key.to_pkcs8_der().map_err(|e| bad(e.to_string()))?;
+    KeyPair::try_from(der.as_bytes()).map_err(|e| bad(e.to_string()))
+}
+
+/// A PEM private key: PKCS#8, or PKCS#1 RSA (`RSA PRIVATE KEY`, upstream's encoding), turned
+/// into PKCS#8 for the signer.
+fn read_key(pem_text: &str) -> Result<KeyPair, CertError> {
+    use rsa::pkcs1::DecodeRsaPrivateKey;
+    use rsa::pkcs8::EncodePrivateKey;
+    let bad = |e: String| CertError::BadKey(e);
+    if pem_text.contains("-----BEGIN RSA PRIVATE KEY-----") {
+        let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem_text).map_err(|e| bad(e.to_string()))?;
+        let der = key.to_pkcs8_der().map_err(|e| bad(e.to_string()))?;
+        return KeyPair::try_from(der.as_bytes()).map_err(|e| bad(e.to_string()));
+    }
+    KeyPair::from_pem(pem_text).map_err(|e| bad(e.to_string()))
 }
 
 pub(crate) fn first_certificate(cert_pem: &[u8]) -> Result<CertificateDer<'static>, CertError> {
@@ -332,5 +357,31 @@ mod tests {
             &first_certificate(text.as_bytes()).expect("pem"),
             ca.cert_der()
         );
+    }
+
+    #[test]
+    fn a_new_ca_key_is_rsa_the_only_kind_upstreams_cert_manager_reads() {
+        use rsa::pkcs8::DecodePrivateKey;
+        let ca = Ca::generate(NOW, days(365)).expect("ca");
+        rsa::RsaPrivateKey::from_pkcs8_pem(&ca.key_pem()).expect("an RSA key");
+    }
+
+    #[test]
+    fn an_upstream_ca_with_a_pkcs1_rsa_key_is_read_and_signs() {
+        use rsa::pkcs1::EncodeRsaPrivateKey;
+        use rsa::pkcs8::EncodePrivateKey;
+        let rsa_key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).expect("key");
+        let pkcs1 = rsa_key
+            .to_pkcs1_pem(rsa::pkcs1::LineEnding::LF)
+            .expect("pkcs1");
+        let signer =
+            KeyPair::try_from(rsa_key.to_pkcs8_der().expect("der").as_bytes()).expect("signer");
+        let mut params = ca_params();
+        set_validity(&mut params, NOW - 60, NOW + 365 * DAY as i64);
+        let cert_der = params.self_signed(&signer).expect("ca").der().clone();
+        let ca = Ca::from_pem(pem("CERTIFICATE", &cert_der).as_bytes(), pkcs1.as_bytes())
+            .expect("upstream's CA");
+        let pair = ca.issue_serving("ns", NOW, days(10)).expect("cert");
+        verify_serving(&pair.cert_der, &cert_der, "ns", NOW).expect("trusted");
     }
 }

@@ -5,8 +5,9 @@
 //! 1.2 and up. As in Go, the suite list applies to TLS 1.2 (1.3 suites are always on); the
 //! rustls TLS 1.2 suites are the ECDHE ones with AES-GCM or ChaCha20-Poly1305, and any other
 //! name (CBC, RSA key exchange, ...) is ignored with a warning. When no named suite is one of
-//! them, the defaults stay. The certificates made here have ECDSA keys, so a list naming only
-//! `ECDHE_RSA` suites leaves TLS 1.2 clients nothing to agree on (TLS 1.3 still works).
+//! them, the defaults stay. The serving keys made here are ECDSA (only the CA's is RSA), so a
+//! list naming only `ECDHE_RSA` suites leaves TLS 1.2 clients nothing to agree on (TLS 1.3
+//! still works).
 
 use std::sync::Arc;
 
