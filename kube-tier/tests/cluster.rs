@@ -191,6 +191,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::kubemacpool::rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs,
     ),
     (
+        "kubemacpool_certificates_are_what_upstream_reads_and_come_back_when_deleted",
+        scenarios::kubemacpool::the_certificates_are_what_upstream_reads_and_come_back_when_deleted,
+    ),
+    (
         "kubemacpool_a_drain_never_takes_the_last_manager",
         scenarios::kubemacpool::a_drain_never_takes_the_last_manager,
     ),
