@@ -872,6 +872,7 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
     opted_in_namespace(ctx, STREAM_NAMESPACE)?;
     let outcome = (|| {
         let stop = AtomicBool::new(false);
+        let begun = std::time::Instant::now();
         let (mut given, failures) = std::thread::scope(|s| -> Result<_> {
             let stream = s.spawn(|| stream_of_creates(ctx, "stream", STREAM_NAMESPACE, &stop));
             let events = (|| -> Result<()> {
@@ -886,7 +887,10 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
                     NAMESPACE,
                     "--timeout=180s",
                 ])?;
-                println!("    rolled out");
+                println!(
+                    "    rolled out {:.1}s after the start",
+                    begun.elapsed().as_secs_f64()
+                );
                 let pods = ctx.get(&[
                     "get",
                     "pods",
@@ -930,7 +934,8 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
         })?;
         let created = given.len() + failures.len();
         println!(
-            "    {created} creates during a rollout and a killed replica, {} failed",
+            "    {created} creates during a rollout and a killed replica ({:.1}s), {} failed",
+            begun.elapsed().as_secs_f64(),
             failures.len()
         );
         check(failures.is_empty(), || {
@@ -938,6 +943,7 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
         })?;
 
         // 500 at once: 250 pods and 250 VMs from 10 threads, each one `kubectl create` of 50.
+        let at_once_begun = std::time::Instant::now();
         let results = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for t in 0..10 {
@@ -962,6 +968,10 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
             }
         });
         let results = results.into_inner().unwrap_or_default();
+        println!(
+            "    500 created at once in {:.1}s",
+            at_once_begun.elapsed().as_secs_f64()
+        );
         let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|r| r.is_ok());
         let failed: Vec<String> = failed.into_iter().filter_map(|r| r.err()).collect();
         check(failed.is_empty(), || {
