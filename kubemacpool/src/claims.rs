@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
@@ -55,6 +55,8 @@ pub struct Claims {
     config_maps: Api<ConfigMap>,
     /// When the Lease was last written.
     renewed: Mutex<Option<Instant>>,
+    /// Set on the Lease and the claims ConfigMap: the manager's Deployment, so they go with it.
+    owner: Option<OwnerReference>,
     /// One claim at a time from this process.
     claiming: tokio::sync::Mutex<()>,
 }
@@ -66,8 +68,14 @@ impl Claims {
             leases: Api::namespaced(client.clone(), namespace),
             config_maps: Api::namespaced(client, namespace),
             renewed: Mutex::new(None),
+            owner: None,
             claiming: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The object whose deletion takes the Lease and the claims ConfigMap along.
+    pub fn owned_by(self, owner: Option<OwnerReference>) -> Claims {
+        Claims { owner, ..self }
     }
 
     pub fn identity(&self) -> &str {
@@ -108,6 +116,7 @@ impl Claims {
                             ("app".to_string(), "kubemacpool".to_string()),
                             (ALLOCATOR_LABEL.to_string(), String::new()),
                         ])),
+                        owner_references: self.owner.clone().map(|o| vec![o]),
                         ..ObjectMeta::default()
                     },
                     spec: Some(LeaseSpec {
@@ -220,6 +229,7 @@ impl Claims {
                     "app".to_string(),
                     "kubemacpool".to_string(),
                 )])),
+                owner_references: self.owner.clone().map(|o| vec![o]),
                 ..ObjectMeta::default()
             },
             ..ConfigMap::default()

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Api, Client};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -25,6 +27,8 @@ use crate::{random_u64, server, watch};
 const UNREADY_GRACE: Duration = Duration::from_secs(5);
 /// How long after its last answer a stopping replica keeps its blocks.
 const SEEN_BY_OTHERS: Duration = Duration::from_secs(2);
+/// The Deployment the operator runs the manager in.
+const MANAGER_DEPLOYMENT: &str = "kubemacpool-mac-controller-manager";
 
 fn env(name: &str) -> anyhow::Result<String> {
     std::env::var(name).with_context(|| format!("{name} is not set"))
@@ -50,7 +54,8 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
 
     let serving = Arc::new(ServingCerts::default());
     let pool = Pool::new(range, Duration::from_secs(args.wait_time), random_u64());
-    let claims = Claims::new(client.clone(), &namespace, identity);
+    let claims = Claims::new(client.clone(), &namespace, identity)
+        .owned_by(deployment(&client, &namespace).await);
     let shared = Arc::new(Shared::new(pool, claims, serving.clone()));
 
     tokio::spawn(certs::follow_serving_secret(
@@ -112,6 +117,26 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// The manager's Deployment, as the owner of what the replicas write (their Leases, the claims
+/// ConfigMap): removing KubeMacPool removes them too. None when it runs outside one.
+async fn deployment(client: &Client, namespace: &str) -> Option<OwnerReference> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(MANAGER_DEPLOYMENT).await {
+        Ok(Some(d)) => Some(OwnerReference {
+            api_version: "apps/v1".to_string(),
+            kind: "Deployment".to_string(),
+            name: MANAGER_DEPLOYMENT.to_string(),
+            uid: d.metadata.uid?,
+            ..OwnerReference::default()
+        }),
+        Ok(None) => None,
+        Err(e) => {
+            warn!(error = %e, "reading Deployment {MANAGER_DEPLOYMENT}; what this replica writes has no owner");
+            None
+        }
+    }
 }
 
 /// SIGTERM (the kubelet stopping the pod) or SIGINT.

@@ -43,6 +43,38 @@ pub fn a_drain_never_takes_the_last_manager(ctx: &mut Ctx) -> Result<()> {
         budget["status"]["currentHealthy"],
         budget["status"]["disruptionsAllowed"]
     );
+    // What the replicas write goes with their Deployment when KubeMacPool is removed (a Lease
+    // of an earlier Deployment of that name goes with that one).
+    let leases = ctx.get(&["get", "leases", "-n", NAMESPACE, "-l", "app=kubemacpool"])?;
+    let claims = ctx.get(&[
+        "get",
+        "configmap",
+        "kubemacpool-mac-claims",
+        "-n",
+        NAMESPACE,
+    ])?;
+    let written: Vec<&Value> = leases["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain([&claims])
+        .collect();
+    for object in &written {
+        check(
+            object["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+                && object["metadata"]["ownerReferences"][0]["name"] == MANAGER,
+            || {
+                format!(
+                    "{} is not owned by the manager's Deployment: {}",
+                    object["metadata"]["name"], object["metadata"]["ownerReferences"]
+                )
+            },
+        )?;
+    }
+    println!(
+        "    {} Leases and kubemacpool-mac-claims are owned by Deployment {MANAGER}",
+        written.len() - 1
+    );
     let managers = live_managers(ctx)?;
     check(managers.len() == 2, || format!("managers: {managers:?}"))?;
     let first = evict(ctx, &managers[0]);
