@@ -90,8 +90,8 @@ pub fn a_drain_never_takes_the_last_manager(ctx: &mut Ctx) -> Result<()> {
         second
             .as_ref()
             .err()
-            .and_then(|e| e.lines().last())
-            .unwrap_or("evicted")
+            .and_then(|e| e.split_once("Error from server"))
+            .map_or("evicted", |(_, words)| words.trim())
     );
     check(first.is_ok(), || {
         format!("the first eviction was refused: {first:?}")
