@@ -15,7 +15,7 @@
 //! `cargo bench -p kube-tier --bench kubemacpool_start` as root, after scripts/build-plugins
 //! and scripts/kube-build.
 
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -164,8 +164,12 @@ fn deploy_in_cluster(cluster: &Cluster) -> Result<Vec<String>> {
         ..NetworkAddonsConfigSpec::default()
     };
     let settings = Settings::defaults();
-    let objects =
-        network_addons_operator::render::render(&spec, &settings, &ClusterInfo::default())?;
+    // The tier's Kubernetes 1.20 serves PodDisruptionBudgets as policy/v1beta1 only.
+    let cluster_info = ClusterInfo {
+        pdb_v1beta1: true,
+        ..ClusterInfo::default()
+    };
+    let objects = network_addons_operator::render::render(&spec, &settings, &cluster_info)?;
     let mut applied = Vec::new();
     for r in objects {
         cluster.kubectl_stdin(&["apply", "-f", "-"], &r.object.to_string())?;
@@ -352,7 +356,7 @@ fn spawn(cluster: &Cluster, binary: &std::path::Path, args: &[&str], name: &str)
         .env("POD_NAME", name)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
+        .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))
