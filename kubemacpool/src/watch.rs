@@ -142,7 +142,7 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
 }
 
 pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
-    let api: Api<DynamicObject> = Api::all_with(client, &vm_resource());
+    let api: Api<vm::HeldVm> = Api::all_with(client, &vm_resource());
     let mut events = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .boxed();
@@ -157,7 +157,7 @@ pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
                 Event::Init => f.init(),
                 Event::InitApply(o) | Event::Apply(o) => {
                     let holder = vm_holder(&o.namespace().unwrap_or_default(), &o.name_any());
-                    let macs = vm::held_macs(&o.data);
+                    let macs = o.spec.macs();
                     f.apply(holder, macs);
                 }
                 Event::Delete(o) => f.delete(&vm_holder(
