@@ -384,6 +384,18 @@ fn get(url: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// How long after `started` `readyz` first answered, asked every 20 ms (a coarser poll would
+/// add its period to the figure).
+fn ready_within(readyz: &str, started: Instant, timeout: Duration) -> Result<Duration> {
+    while started.elapsed() < timeout {
+        if get(readyz).is_some() {
+            return Ok(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    anyhow::bail!("{readyz}: not ready within {timeout:?}")
+}
+
 /// VmRSS and VmHWM of `pid`, in KiB.
 fn memory(pid: u32) -> Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -458,9 +470,7 @@ fn run(
             &format!("bench-manager-{round}"),
         )?;
         let readyz = format!("https://127.0.0.1:{webhook}/readyz");
-        let outcome = wait_for("the manager to be ready", Duration::from_secs(120), || {
-            Ok(get(&readyz).map(|_| started.elapsed()))
-        });
+        let outcome = ready_within(&readyz, started, Duration::from_secs(120));
         let measured = outcome.and_then(|took| {
             let held = get(&format!("https://127.0.0.1:{webhook}/metrics"))
                 .and_then(|m| {
