@@ -171,14 +171,7 @@ pub fn vms_get_macs_and_one_mac_on_two_interfaces_is_refused(ctx: &mut Ctx) -> R
         );
         Ok(())
     })();
-    ctx.kubectl(&[
-        "delete",
-        "virtualmachines.kubevirt.io",
-        "-n",
-        "default",
-        "--all",
-        "--wait=false",
-    ])?;
+    delete_vms(ctx)?;
     outcome
 }
 

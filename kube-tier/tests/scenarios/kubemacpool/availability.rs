@@ -162,31 +162,12 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
             let events = (|| -> Result<()> {
                 std::thread::sleep(Duration::from_secs(3));
                 ctx.kubectl(&["rollout", "restart", "deployment", MANAGER, "-n", NAMESPACE])?;
-                ctx.kubectl(&[
-                    "rollout",
-                    "status",
-                    "deployment",
-                    MANAGER,
-                    "-n",
-                    NAMESPACE,
-                    "--timeout=180s",
-                ])?;
+                ctx.wait_rollout("deployment", MANAGER)?;
                 println!(
                     "    rolled out {:.1}s after the start",
                     begun.elapsed().as_secs_f64()
                 );
-                let pods = ctx.get(&[
-                    "get",
-                    "pods",
-                    "-n",
-                    NAMESPACE,
-                    "-l",
-                    "control-plane=mac-controller-manager",
-                ])?;
-                let victim = pods["items"][0]["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+                let victim = live_managers(ctx)?.into_iter().next().unwrap_or_default();
                 ctx.kubectl(&[
                     "delete",
                     "pod",
@@ -198,15 +179,7 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
                 ])?;
                 println!("    killed {victim}");
                 std::thread::sleep(Duration::from_secs(5));
-                ctx.kubectl(&[
-                    "rollout",
-                    "status",
-                    "deployment",
-                    MANAGER,
-                    "-n",
-                    NAMESPACE,
-                    "--timeout=180s",
-                ])?;
+                ctx.wait_rollout("deployment", MANAGER)?;
                 std::thread::sleep(Duration::from_secs(3));
                 Ok(())
             })();

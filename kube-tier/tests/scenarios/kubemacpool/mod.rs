@@ -145,6 +145,19 @@ fn vm_macs(vm: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Deletes every VM the scenarios made (they make them in `default`), not waiting.
+fn delete_vms(ctx: &Ctx) -> Result<()> {
+    ctx.kubectl(&[
+        "delete",
+        "virtualmachines.kubevirt.io",
+        "-n",
+        "default",
+        "--all",
+        "--wait=false",
+    ])
+    .map(drop)
+}
+
 /// The names of the manager pods that are not terminating.
 fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
     let pods = ctx.get(&[
@@ -167,24 +180,15 @@ fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
 /// The metrics of every manager replica that is not terminating (through the API server's pod
 /// proxy, on `port`): a replica on its way out may already be cut off its network.
 fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
-    let pods = ctx.get(&[
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "control-plane=mac-controller-manager",
-    ])?;
-    let mut out = Vec::new();
-    for pod in pods["items"].as_array().into_iter().flatten() {
-        if !pod["metadata"]["deletionTimestamp"].is_null() {
-            continue;
-        }
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:{port}/proxy/metrics");
-        out.push((name.to_string(), ctx.kubectl(&["get", "--raw", &path])?));
-    }
-    Ok(out)
+    live_managers(ctx)?
+        .into_iter()
+        .map(|name| {
+            let path =
+                format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:{port}/proxy/metrics");
+            let body = ctx.kubectl(&["get", "--raw", &path])?;
+            Ok((name, body))
+        })
+        .collect()
 }
 
 /// A pod no scheduler serves: stored and Pending for good, on no node (a pod bound to a node

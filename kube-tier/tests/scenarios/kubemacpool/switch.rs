@@ -73,14 +73,7 @@ pub fn macs_given_before_the_switch_are_never_given_again(ctx: &mut Ctx) -> Resu
         println!("    then: {}", full.lines().last().unwrap_or_default());
         Ok(())
     })();
-    ctx.kubectl(&[
-        "delete",
-        "virtualmachines.kubevirt.io",
-        "-n",
-        "default",
-        "--all",
-        "--wait=false",
-    ])?;
+    delete_vms(ctx)?;
     ctx.kubectl(&[
         "delete",
         "pods",
