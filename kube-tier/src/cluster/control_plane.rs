@@ -25,7 +25,7 @@ rules:
 - level: Metadata
   verbs: [create]
   resources: [{group: \"\", resources: [pods]}]
-  namespaces: [kmp-admission-with, kmp-admission-without]
+  namespaces: [kmp-admission-with, kmp-admission-passed, kmp-admission-without]
 - level: None
 ";
 
