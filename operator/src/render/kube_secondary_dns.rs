@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::common::{self, Ctx};
+use super::common::{self, Ctx, Identity};
 use super::network_policy;
 use super::Rendered;
 use crate::error::Result;
@@ -49,13 +49,8 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         &["virtualmachineinstances"],
         &["get", "list", "watch"],
     )];
-    Ok(vec![
-        common::to_rendered(c, &common::service_account(ctx, ACCOUNT, COMPONENT))?,
-        common::to_rendered(c, &common::cluster_role(ctx, ACCOUNT, COMPONENT, rules))?,
-        common::to_rendered(
-            c,
-            &common::cluster_role_binding(ctx, ACCOUNT, COMPONENT, ACCOUNT, ACCOUNT),
-        )?,
+    let mut out = common::cluster_identity(ctx, COMPONENT, Identity::named(ACCOUNT), rules)?;
+    out.extend([
         common::to_rendered(c, &config_map(ctx))?,
         common::to_rendered(c, &service(ctx))?,
         common::to_rendered(c, &deployment(ctx))?,
@@ -70,7 +65,8 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
                 named("dns"),
             ),
         )?,
-    ])
+    ]);
+    Ok(out)
 }
 
 /// `domain` and `nameServerIP`, or their README spellings.

@@ -25,7 +25,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::json;
 
-use super::common::{self, Ctx};
+use super::common::{self, Ctx, Identity};
 use super::Rendered;
 use crate::error::{Error, Result};
 use crate::spec::Component;
@@ -42,40 +42,31 @@ const MULTUS_BIN: &str = "/usr/src/multus-cni/bin";
 const CONF_DIR_IN_POD: &str = "/host/etc/cni/net.d";
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
-    Ok(vec![
-        common::to_rendered(Some(COMPONENT), &nad_crd(ctx))?,
-        common::to_rendered(
-            Some(COMPONENT),
-            &common::service_account(ctx, NAME, COMPONENT),
-        )?,
-        common::to_rendered(
-            Some(COMPONENT),
-            &common::cluster_role(
-                ctx,
-                NAME,
-                COMPONENT,
-                vec![
-                    common::rule(&["k8s.cni.cncf.io"], &["*"], &["*"]),
-                    common::rule(
-                        &[""],
-                        &["pods", "pods/status"],
-                        &["get", "list", "update", "watch"],
-                    ),
-                    common::rule(
-                        &["", "events.k8s.io"],
-                        &["events"],
-                        &["create", "patch", "update"],
-                    ),
-                ],
-            ),
-        )?,
-        common::to_rendered(
-            Some(COMPONENT),
-            &common::cluster_role_binding(ctx, NAME, COMPONENT, NAME, NAME),
-        )?,
+    let rules = vec![
+        common::rule(&["k8s.cni.cncf.io"], &["*"], &["*"]),
+        common::rule(
+            &[""],
+            &["pods", "pods/status"],
+            &["get", "list", "update", "watch"],
+        ),
+        common::rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    let mut out = vec![common::to_rendered(Some(COMPONENT), &nad_crd(ctx))?];
+    out.extend(common::cluster_identity(
+        ctx,
+        COMPONENT,
+        Identity::named(NAME),
+        rules,
+    )?);
+    out.extend([
         common::to_rendered(Some(COMPONENT), &daemon_config(ctx)?)?,
         common::to_rendered(Some(COMPONENT), &daemon_set(ctx))?,
-    ])
+    ]);
+    Ok(out)
 }
 
 fn string_schema(description: &str) -> JSONSchemaProps {

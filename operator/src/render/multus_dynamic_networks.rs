@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{
     PodSpec, Probe, Volume, VolumeMount,
 };
 
-use super::common::{self, Ctx};
+use super::common::{self, Ctx, Identity};
 use super::Rendered;
 use crate::defaults::DEFAULT_CRI_SOCKET;
 use crate::error::Result;
@@ -49,16 +49,12 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
             &["create", "patch", "update"],
         ),
     ];
-    Ok(vec![
-        common::to_rendered(c, &common::service_account(ctx, NAME, COMPONENT))?,
-        common::to_rendered(c, &common::cluster_role(ctx, NAME, COMPONENT, rules))?,
-        common::to_rendered(
-            c,
-            &common::cluster_role_binding(ctx, NAME, COMPONENT, NAME, NAME),
-        )?,
+    let mut out = common::cluster_identity(ctx, COMPONENT, Identity::named(NAME), rules)?;
+    out.extend([
         common::to_rendered(c, &config_map(ctx))?,
         common::to_rendered(c, &daemon_set(ctx))?,
-    ])
+    ]);
+    Ok(out)
 }
 
 /// The CRI socket the spec names (defaults filled), as the host has it.

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{json, Value};
 
-use super::common::{self, Ctx, INSTALLER};
+use super::common::{self, Ctx, Identity, INSTALLER};
 use super::Rendered;
 use crate::duration::format_duration;
 use crate::error::Result;
@@ -51,27 +51,23 @@ const COMPONENT: Component = Component::Nmstate;
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     let c = Some(COMPONENT);
-    Ok(vec![
+    let mut out = vec![
         common::to_rendered(c, &policy_crd(ctx))?,
         common::to_rendered(c, &enactment_crd(ctx))?,
         common::to_rendered(c, &state_crd(ctx))?,
-        common::to_rendered(c, &common::service_account(ctx, SERVICE_ACCOUNT, COMPONENT))?,
-        common::to_rendered(
-            c,
-            &common::cluster_role(ctx, CLUSTER_ROLE, COMPONENT, handler_rules()),
-        )?,
-        common::to_rendered(
-            c,
-            &common::cluster_role_binding(
-                ctx,
-                CLUSTER_ROLE_BINDING,
-                COMPONENT,
-                CLUSTER_ROLE,
-                SERVICE_ACCOUNT,
-            ),
-        )?,
-        common::to_rendered(c, &daemon_set(ctx))?,
-    ])
+    ];
+    out.extend(common::cluster_identity(
+        ctx,
+        COMPONENT,
+        Identity {
+            account: SERVICE_ACCOUNT,
+            role: CLUSTER_ROLE,
+            binding: CLUSTER_ROLE_BINDING,
+        },
+        handler_rules(),
+    )?);
+    out.push(common::to_rendered(c, &daemon_set(ctx))?);
+    Ok(out)
 }
 
 /// What the handler does through the API, and nothing more.

@@ -39,7 +39,9 @@ pub use metadata::{
     SHARED_COMPONENT,
 };
 pub use namespace::namespace;
-pub use rbac::{cluster_role, cluster_role_binding, rule, service_account};
+pub use rbac::{
+    cluster_identity, cluster_role, cluster_role_binding, rule, service_account, Identity,
+};
 pub use service::webhook_service;
 pub use workloads::{daemon_set, place, pod_template};
 

@@ -82,27 +82,22 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
             upstream::mac_controller(ctx, pool),
         )
     };
-    let mut objects = vec![
-        common::to_rendered(c, &common::service_account(ctx, SERVICE_ACCOUNT, COMPONENT))?,
-        common::to_rendered(
-            c,
-            &common::cluster_role(ctx, CLUSTER_ROLE, COMPONENT, rules(ours)),
-        )?,
-        common::to_rendered(
-            c,
-            &common::cluster_role_binding(
-                ctx,
-                CLUSTER_ROLE_BINDING,
-                COMPONENT,
-                CLUSTER_ROLE,
-                SERVICE_ACCOUNT,
-            ),
-        )?,
+    let mut objects = common::cluster_identity(
+        ctx,
+        COMPONENT,
+        common::Identity {
+            account: SERVICE_ACCOUNT,
+            role: CLUSTER_ROLE,
+            binding: CLUSTER_ROLE_BINDING,
+        },
+        rules(ours),
+    )?;
+    objects.extend([
         common::to_rendered(c, &range_config(ctx, pool))?,
         common::to_rendered(c, &service(ctx, ours))?,
         common::to_rendered(c, &cert_manager)?,
         common::to_rendered(c, &mac_controller)?,
-    ];
+    ]);
     if ours {
         objects.push(common::to_rendered(c, &ours::disruption_budget(ctx)?)?);
     }
