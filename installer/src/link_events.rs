@@ -141,6 +141,23 @@ impl LinkWatch {
     }
 }
 
+/// Returns when a link changed (or notifications were lost), once the burst has settled for
+/// `settle`; never without notifications. A socket that fails is dropped, after a warning that
+/// ends with `otherwise` (what the caller falls back to).
+pub async fn next_change(links: &mut Option<LinkWatch>, settle: Duration, otherwise: &str) {
+    let Some(watch) = links else {
+        return std::future::pending().await;
+    };
+    let changed = match watch.changed().await {
+        Ok(()) => watch.settle(settle).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = changed {
+        tracing::warn!("{}; {otherwise}", e.report());
+        *links = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

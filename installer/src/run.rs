@@ -22,7 +22,7 @@ use crate::cli::{GcLoop, MarkOptions, RunOptions};
 use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
-use crate::link_events::LinkWatch;
+use crate::link_events::{next_change, LinkWatch};
 use crate::marker::Published;
 use crate::metrics::Metrics;
 use crate::node::NodeStatus;
@@ -140,8 +140,9 @@ async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
     let mut published = Published::new(RESYNC);
     // Subscribed before the first listing, so that no change in between goes unseen. Without
     // notifications the ticks still publish everything, later.
+    let otherwise = format!("listing every {:?} only", mark.interval);
     let mut links = LinkWatch::open()
-        .inspect_err(|e| warn!("{}; listing every {:?} only", e.report(), mark.interval))
+        .inspect_err(|e| warn!("{}; {otherwise}", e.report()))
         .ok();
     let mut ticker = tokio::time::interval(mark.interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -155,7 +156,7 @@ async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
         tokio::select! {
             _ = ticker.tick() => {}
             // A round lists everything: the next resync is due a whole interval after it.
-            () = link_change(&mut links, mark.interval) => ticker.reset(),
+            () = next_change(&mut links, SETTLE, &otherwise) => ticker.reset(),
         }
         // A round that fails or takes too long is logged and tried again at the next tick or
         // link change; a listing that fails never publishes "no bridges".
@@ -175,22 +176,6 @@ async fn mark_every(client: &kube::Client, mark: &MarkOptions) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Returns when a link changed (or notifications were lost), once the burst has settled; never
-/// without notifications. A socket that fails is dropped for the ticks alone.
-async fn link_change(links: &mut Option<LinkWatch>, interval: Duration) {
-    let Some(watch) = links else {
-        return std::future::pending().await;
-    };
-    let changed = match watch.changed().await {
-        Ok(()) => watch.settle(SETTLE).await,
-        Err(e) => Err(e),
-    };
-    if let Err(e) = changed {
-        warn!("{}; listing every {interval:?} only", e.report());
-        *links = None;
-    }
 }
 
 /// Collects garbage every `--gc-interval`, and at once when the runtime restarts (its socket is

@@ -28,7 +28,7 @@ use tokio::time::MissedTickBehavior;
 use tracing::{info, warn};
 
 use crate::error::{Error, Result};
-use crate::link_events::LinkWatch;
+use crate::link_events::{next_change, LinkWatch};
 use crate::lock::DirLock;
 pub use enact::Options;
 use enact::{Handler, Synced};
@@ -113,8 +113,9 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         "node {}: policies applied; following them, probes {:?} for {:?}",
         opts.node_name, opts.probes, opts.probe_timeout
     );
+    let otherwise = format!("the state is read every {RESYNC:?} only");
     let mut links = LinkWatch::open_every()
-        .inspect_err(|e| warn!("{}; the state is read every {RESYNC:?} only", e.report()))
+        .inspect_err(|e| warn!("{}; {otherwise}", e.report()))
         .ok();
     let policies = resources::policies(&client);
     let mut ticker = tokio::time::interval(RESYNC);
@@ -141,7 +142,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
                 _ = ticker.tick() => {
                     sync_and_report(&handler, &mut report, &mut seen).await;
                 }
-                () = link_change(&mut links) => {
+                () = next_change(&mut links, SETTLE, &otherwise) => {
                     if let Err(e) = report.refresh().await {
                         warn!("{}", e.report());
                     }
@@ -209,20 +210,5 @@ async fn sync_and_report(handler: &Handler, report: &mut StateReport, seen: &mut
     }
     if let Err(e) = report.refresh().await {
         warn!("{}", e.report());
-    }
-}
-
-/// Returns when links changed, once the burst settled; never without notifications.
-async fn link_change(links: &mut Option<LinkWatch>) {
-    let Some(watch) = links else {
-        return std::future::pending().await;
-    };
-    let changed = match watch.changed().await {
-        Ok(()) => watch.settle(SETTLE).await,
-        Err(e) => Err(e),
-    };
-    if let Err(e) = changed {
-        warn!("{}; the state is read every {RESYNC:?} only", e.report());
-        *links = None;
     }
 }
