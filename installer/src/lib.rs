@@ -19,6 +19,7 @@ pub mod node;
 pub mod probe;
 pub mod record;
 pub mod run;
+pub mod runtime;
 pub mod uninstall;
 pub mod verify;
 

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::signal::unix::SignalKind;
 use tokio::time::MissedTickBehavior;
 use tracing::{info, info_span, warn, Instrument};
 
@@ -26,6 +26,7 @@ use crate::link_events::{next_change, LinkWatch};
 use crate::marker::Published;
 use crate::metrics::Metrics;
 use crate::node::NodeStatus;
+use crate::runtime::{api_client, catch, current_thread_runtime, stop_signal};
 
 /// The node is read again at least this often, to undo what others changed (as upstream).
 const RESYNC: Duration = Duration::from_secs(10 * 60);
@@ -52,37 +53,6 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     // exit: dropping the runtime would wait for it.
     runtime.shutdown_background();
     result
-}
-
-/// The one-threaded runtime `run` and `gc` work on: their work is requests and waits.
-pub(crate) fn current_thread_runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| Error::System {
-            action: "starting the runtime",
-            source,
-        })
-}
-
-/// The API server of the cluster this runs in (or of KUBECONFIG).
-pub(crate) async fn api_client() -> Result<kube::Client> {
-    kube::Client::try_default()
-        .await
-        .map_err(|e| Error::kube("connecting to the API server", e))
-}
-
-/// Returns when SIGTERM or SIGINT arrives (or arrived since the last call).
-pub(crate) async fn stop_signal(term: &mut Signal, int: &mut Signal) {
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-}
-
-/// Starts catching the signal `kind`.
-pub(crate) fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
-    signal(kind).map_err(|source| Error::System { action, source })
 }
 
 /// Marks bridges and collects garbage, as asked, until a signal: each races the signals, so a

@@ -108,8 +108,8 @@ impl Report {
 
 /// `cni-installer gc`: one round, then the report.
 pub fn collect_once(opts: &Options) -> Result<Report> {
-    crate::run::current_thread_runtime()?.block_on(async {
-        let client = crate::run::api_client().await?;
+    crate::runtime::current_thread_runtime()?.block_on(async {
+        let client = crate::runtime::api_client().await?;
         let report = collect_garbage(&client, opts, &mut Patience::new(PATIENCE)).await?;
         report.log();
         Ok(report)

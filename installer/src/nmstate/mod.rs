@@ -81,16 +81,16 @@ pub fn run(opts: &Options) -> Result<()> {
     {
         warn!("an apply was interrupted; the node was put back as it was before: {restored}");
     }
-    let runtime = crate::run::current_thread_runtime()?;
+    let runtime = crate::runtime::current_thread_runtime()?;
     let result = runtime.block_on(serve(opts, &mark));
     runtime.shutdown_background();
     result
 }
 
 async fn serve(opts: &Options, mark: &Path) -> Result<()> {
-    let mut term = crate::run::catch(SignalKind::terminate(), "handling SIGTERM")?;
-    let mut int = crate::run::catch(SignalKind::interrupt(), "handling SIGINT")?;
-    let client = crate::run::api_client().await?;
+    let mut term = crate::runtime::catch(SignalKind::terminate(), "handling SIGTERM")?;
+    let mut int = crate::runtime::catch(SignalKind::interrupt(), "handling SIGINT")?;
+    let client = crate::runtime::api_client().await?;
     let handler = Handler::new(client.clone(), opts.clone()).await?;
     let mut report = StateReport::new(&client, &opts.node_name, handler.node_uid());
     let mut seen = Seen::default();
@@ -105,7 +105,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         Ok::<(), Error>(())
     };
     tokio::select! {
-        () = crate::run::stop_signal(&mut term, &mut int) => return Ok(()),
+        () = crate::runtime::stop_signal(&mut term, &mut int) => return Ok(()),
         done = started => { done?; }
     }
     std::fs::write(mark, b"").map_err(|e| Error::io("writing", mark, e))?;
@@ -135,7 +135,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         };
         loop {
             tokio::select! {
-                () = crate::run::stop_signal(&mut term, &mut int) => {
+                () = crate::runtime::stop_signal(&mut term, &mut int) => {
                     info!("stopping");
                     return Ok(());
                 }
