@@ -12,7 +12,6 @@
 //! balancing that a single local call has no use for. All of it is pure Rust, for the static
 //! musl builds.
 
-use std::io;
 use std::path::Path;
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use tokio::net::UnixStream;
 use tokio::task::JoinSet;
 use tonic_prost::ProstCodec;
 
-use crate::error::{Error, Result};
+use crate::error::{CriError, Error, Result};
 
 /// One pod sandbox as the runtime reports it (CRI v1 PodSandbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,42 +62,6 @@ pub async fn version(socket: &Path, timeout: Duration) -> Result<String> {
         "{} {}",
         answer.runtime_name, answer.runtime_version
     ))
-}
-
-/// Why a call to the runtime failed.
-#[derive(Debug, thiserror::Error)]
-pub enum CriError {
-    /// The socket is missing, refuses, or is not ours to open.
-    #[error("connecting")]
-    Connect(#[source] io::Error),
-
-    #[error("starting HTTP/2")]
-    Handshake(#[source] hyper::Error),
-
-    /// The runtime answered with an error status, or the connection broke during the call.
-    #[error("{}", describe(.0))]
-    Status(tonic::Status),
-
-    /// Connecting and the whole call took longer than this.
-    #[error("no answer in {0:?}")]
-    Timeout(Duration),
-}
-
-/// "Unimplemented: unknown service runtime.v1.RuntimeService", and for a status made from a
-/// broken connection, what broke it. (A status's own Display prints its metadata.)
-fn describe(status: &tonic::Status) -> String {
-    let mut text = format!("{:?}: {}", status.code(), status.message());
-    let mut cause = std::error::Error::source(status);
-    while let Some(err) = cause {
-        let more = err.to_string();
-        // The message is often the first cause's own text.
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = err.source();
-    }
-    text
 }
 
 /// One method of runtime.v1.RuntimeService.

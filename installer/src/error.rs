@@ -67,7 +67,7 @@ pub enum Error {
         call: &'static str,
         socket: PathBuf,
         #[source]
-        source: crate::cri::CriError,
+        source: CriError,
     },
 
     /// Netlink, through the shared CNI library, whose errors say what failed.
@@ -186,6 +186,42 @@ pub enum VersionError {
 
     #[error("empty cniVersion or supportedVersions: {output:?}")]
     Empty { output: String },
+}
+
+/// Why a call to the runtime failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CriError {
+    /// The socket is missing, refuses, or is not ours to open.
+    #[error("connecting")]
+    Connect(#[source] io::Error),
+
+    #[error("starting HTTP/2")]
+    Handshake(#[source] hyper::Error),
+
+    /// The runtime answered with an error status, or the connection broke during the call.
+    #[error("{}", describe(.0))]
+    Status(tonic::Status),
+
+    /// Connecting and the whole call took longer than this.
+    #[error("no answer in {0:?}")]
+    Timeout(Duration),
+}
+
+/// "Unimplemented: unknown service runtime.v1.RuntimeService", and for a status made from a
+/// broken connection, what broke it. (A status's own Display prints its metadata.)
+fn describe(status: &tonic::Status) -> String {
+    let mut text = format!("{:?}: {}", status.code(), status.message());
+    let mut cause = std::error::Error::source(status);
+    while let Some(err) = cause {
+        let more = err.to_string();
+        // The message is often the first cause's own text.
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = err.source();
+    }
+    text
 }
 
 #[cfg(test)]
