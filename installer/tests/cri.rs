@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cni_installer::cri::{self, CriError, Sandbox};
+use cni_installer::cri::{self, Sandbox};
+use cni_installer::error::CriError;
 use cni_installer::Error;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
