@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 use kube::api::DynamicObject;
 
 use crate::apply::{self, settled, Applied, Identity, Live};
+use crate::context::Ctx;
 use crate::desired::{Desired, Failure};
-use crate::reconcile::Ctx;
 
 /// What a converge did, and the DaemonSets and Deployments as last seen (listed, or returned by
 /// their apply), for the rollout report.

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use crate::apply::{self, settled, Identity};
 use crate::cluster::ClusterInfo;
+use crate::context::Ctx;
 use crate::defaults::{check_change_safe, fill_defaults};
 use crate::error::{Error, Result};
 use crate::labels;
-use crate::reconcile::Ctx;
 use crate::render::common::relationship_labels;
 use crate::render::render;
 use crate::settings::Settings;

@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
+pub mod context;
 pub mod converge;
 pub mod crd;
 pub mod defaults;

@@ -12,7 +12,7 @@
 //! `apply::Live` tells, is applied again then), whenever it changes, and whenever one of its
 //! DaemonSets or Deployments changes. Most of those reconciles write nothing, or the status alone.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,75 +26,22 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::apply;
 use crate::cluster::OFFER_CRDS;
+pub use crate::context::{Clock, Ctx, PrefixSource};
 use crate::converge::converge;
-use crate::defaults::{cluster_mac_prefix, random_prefix};
+use crate::defaults::cluster_mac_prefix;
 use crate::desired::{desired_state, owner_reference, Desired, Failure};
 use crate::error::{describe, Error, Result};
-use crate::events::{self, Events};
+use crate::events;
 use crate::labels;
 use crate::metrics;
 use crate::progress::{component_health, progress, Progress};
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
-use crate::status::{self, Health, Report, Rollout, RolloutTracker};
+use crate::status::{self, Health, Report, Rollout};
 
 /// Reconciled this often even when nothing changed: undoes drift.
 pub const RESYNC: Duration = Duration::from_secs(60);
-
-/// The current time; tests move it.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-/// The two bytes a new MAC range starts with: the cluster's own once it runs, fixed by tests.
-pub type PrefixSource = Arc<dyn Fn() -> [u8; 2] + Send + Sync>;
-
-/// What every reconcile shares.
-pub struct Ctx {
-    pub client: Client,
-    pub settings: Settings,
-    pub clock: Clock,
-    pub prefix: PrefixSource,
-    /// When each progressing DaemonSet or Deployment last changed.
-    pub rollouts: RolloutTracker,
-    /// The objects applied so far, known to be ours.
-    pub ours: apply::Ours,
-    pub events: Events,
-    /// What the probes and `/metrics` report.
-    pub metrics: Arc<metrics::State>,
-    failures: AtomicU32,
-}
-
-impl Ctx {
-    /// The real clock, and a random MAC prefix until [`Ctx::with_prefix`] gives the cluster's.
-    pub fn new(client: Client, settings: Settings) -> Ctx {
-        Ctx {
-            events: Events::new(client.clone(), &settings.pod_name),
-            metrics: Arc::default(),
-            client,
-            settings,
-            clock: Arc::new(Timestamp::now),
-            prefix: Arc::new(random_prefix),
-            rollouts: RolloutTracker::default(),
-            ours: apply::Ours::default(),
-            failures: AtomicU32::new(0),
-        }
-    }
-
-    pub fn with_clock(mut self, clock: Clock) -> Ctx {
-        self.clock = clock;
-        self
-    }
-
-    pub fn with_prefix(mut self, prefix: PrefixSource) -> Ctx {
-        self.prefix = prefix;
-        self
-    }
-
-    pub fn with_metrics(mut self, metrics: Arc<metrics::State>) -> Ctx {
-        self.metrics = metrics;
-        self
-    }
-}
 
 /// Runs the controller until SIGTERM or Ctrl-C: the NetworkAddonsConfig named `cluster`, the
 /// DaemonSets and Deployments carrying the managed-by label in the operand namespace, and the
