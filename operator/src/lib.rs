@@ -29,6 +29,5 @@ pub mod render;
 pub mod settings;
 pub mod spec;
 mod status;
-pub mod takeover;
 pub mod validate;
 mod yaml;

@@ -7,10 +7,10 @@ use kube::api::{DeleteParams, DynamicObject, ListParams};
 use kube::Client;
 use serde_json::Value;
 
+use super::kinds::{RenderedKind, RENDERED_KINDS};
 use super::{api, kind_of, read, Identity};
 use crate::error::{describe, Result};
 use crate::labels;
-use crate::render::{RenderedKind, RENDERED_KINDS};
 use crate::spec::GROUP;
 
 /// Deleted before anything else: a webhook whose service is gone blocks every pod creation.

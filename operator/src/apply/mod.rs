@@ -5,7 +5,7 @@
 //! others set (a Service's clusterIP, an injected webhook caBundle) stay. Three rules on top:
 //! - an object annotated [`labels::CREATE_ONLY`] is created when missing and never updated;
 //! - an existing object without our managed-by label (created by the upstream operator, by
-//!   `kubectl` or by a chart) is taken over in place ([`crate::takeover`]): the fields its
+//!   `kubectl` or by a chart) is taken over in place ([`takeover`]): the fields its
 //!   previous author set become ours, so the forced apply removes those we do not render. The
 //!   object keeps its uid, a ServiceAccount its tokens, a Service its ClusterIP, a DaemonSet or
 //!   Deployment its pods (rolled per its update strategy when the template changes). Objects
@@ -38,12 +38,14 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::labels;
-use crate::render::{RenderedKind, RENDERED_KINDS};
-use crate::takeover::take_over;
+use kinds::{RenderedKind, RENDERED_KINDS};
+use takeover::take_over;
 
 mod delete;
+pub mod kinds;
 mod ours;
 pub mod settled;
+pub mod takeover;
 
 pub use delete::{
     delete_unrendered, deletion_order, list_managed, read_live, Listing, UPSTREAM_MANAGED_BY_VALUE,

@@ -6,10 +6,10 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use super::same_ignoring_heartbeat;
+use crate::apply::takeover::{take_over, take_over_fields};
 use crate::apply::FIELD_MANAGER;
 use crate::error::{Error, Result};
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigStatus};
-use crate::takeover::{take_over, take_over_fields};
 
 /// Writes `after` as the status of `nac`, unless it is its status now but for heartbeats: one
 /// server-side apply of the status with our field manager. Status fields another manager wrote

@@ -17,7 +17,7 @@ use kube::Api;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use crate::apply::FIELD_MANAGER;
+use super::FIELD_MANAGER;
 use crate::error::{Error, Result};
 
 /// The operation of a server-side apply entry.
