@@ -105,7 +105,7 @@ impl<T: DeserializeOwned> NetConf<T> {
         let conf: NetConf<T> = serde_json::from_slice(stdin)
             .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))?;
         if let Some(name) = conf.ipam_type() {
-            crate::ipam::check_plugin_name(name)?;
+            check_plugin_name(name)?;
         }
         Ok(conf)
     }
@@ -179,6 +179,19 @@ pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAdd
         Some(s) => MacAddr::parse(s)
             .map(Some)
             .map_err(|e| Error::invalid_config(format!("{field}: {e}"))),
+    }
+}
+
+/// The IPAM plugin's name, as a config names it: a file name (no directory, not `.` or `..`,
+/// no NUL, at most 255 bytes), since it is exec'd as root from CNI_PATH.
+pub fn check_plugin_name(plugin: &str) -> Result<()> {
+    let bad = plugin.contains(['/', '\0']) || plugin == "." || plugin == ".." || plugin.len() > 255;
+    match bad {
+        true => Err(Error::invalid_config(format!(
+            "ipam.type {:?}: must be a file name on CNI_PATH",
+            plugin.chars().take(120).collect::<String>()
+        ))),
+        false => Ok(()),
     }
 }
 

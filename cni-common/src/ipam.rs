@@ -25,7 +25,7 @@ pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
     if plugin.is_empty() {
         return Err(Error::invalid_config("no IPAM plugin name provided"));
     }
-    check_plugin_name(plugin)?;
+    crate::config::check_plugin_name(plugin)?;
     if path.is_empty() {
         return Err(Error::invalid_env(format!(
             "CNI_PATH is empty: cannot find IPAM plugin {plugin:?}"
@@ -40,18 +40,6 @@ pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
                 format!("failed to find IPAM plugin {plugin:?} in path {path:?}"),
             )
         })
-}
-
-/// A plugin name is a file name: no directory, not `.` or `..`, no NUL, at most 255 bytes.
-pub fn check_plugin_name(plugin: &str) -> Result<()> {
-    let bad = plugin.contains(['/', '\0']) || plugin == "." || plugin == ".." || plugin.len() > 255;
-    match bad {
-        true => Err(Error::invalid_config(format!(
-            "ipam.type {:?}: must be a file name on CNI_PATH",
-            plugin.chars().take(120).collect::<String>()
-        ))),
-        false => Ok(()),
-    }
 }
 
 /// Runs the delegate for `verb` with the request's environment and config.
