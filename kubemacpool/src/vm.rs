@@ -26,10 +26,8 @@
 //! Other odd inputs pass through unchanged or get a correct patch: a MAC on an interface that
 //! gets none is left to KubeVirt to judge; an old object that cannot be read keeps nothing.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use net_types::MacAddr;
 use serde_json::{json, Map, Value};
 
@@ -381,100 +379,6 @@ pub fn distinct_macs<'a>(addresses: impl Iterator<Item = &'a str>) -> Vec<MacAdd
         .collect()
 }
 
-/// A stored VirtualMachine as the pool's watch reads it: its metadata and its interfaces'
-/// `macAddress`. The rest of each object is skipped unread, where a `DynamicObject` would
-/// buffer and copy all of it, which at 10,000 VMs is most of the start.
-#[derive(Clone, Debug, serde::Deserialize)]
-pub struct HeldVm {
-    pub metadata: ObjectMeta,
-    #[serde(default)]
-    pub spec: HeldSpec,
-}
-
-impl kube::Resource for HeldVm {
-    type DynamicType = kube::core::ApiResource;
-    type Scope = kube::core::DynamicResourceScope;
-
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        dt.group.as_str().into()
-    }
-
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-
-    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-pub struct HeldSpec {
-    #[serde(default)]
-    template: HeldTemplate,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct HeldTemplate {
-    #[serde(default)]
-    spec: HeldTemplateSpec,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct HeldTemplateSpec {
-    #[serde(default)]
-    domain: HeldDomain,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct HeldDomain {
-    #[serde(default)]
-    devices: HeldDevices,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct HeldDevices {
-    #[serde(default)]
-    interfaces: Vec<HeldInterface>,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct HeldInterface {
-    #[serde(default, rename = "macAddress")]
-    mac_address: Option<String>,
-}
-
-impl HeldSpec {
-    /// What [`held_macs`] reads, from the decoded part.
-    pub fn macs(&self) -> Vec<MacAddr> {
-        distinct_macs(
-            self.template
-                .spec
-                .domain
-                .devices
-                .interfaces
-                .iter()
-                .filter_map(|i| i.mac_address.as_deref()),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -769,22 +673,5 @@ mod tests {
         let want = vec![MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2])];
         assert_eq!(held_macs(&v), want);
         assert!(held_macs(&json!({"spec": "x"})).is_empty());
-    }
-
-    #[test]
-    fn the_watchs_partial_decode_holds_what_the_whole_object_holds() {
-        let vm = serde_json::json!({"spec": {"running": false, "template": {"spec": {
-            "domain": {"devices": {"interfaces": [
-                {"name": "a", "bridge": {}, "macAddress": "02:00:00:00:00:01"},
-                {"name": "b", "masquerade": {}},
-                {"name": "c", "bridge": {}, "macAddress": "02:00:00:00:00:01"},
-                {"name": "d", "bridge": {}, "macAddress": "not a mac"},
-                {"name": "e", "bridge": {}, "macAddress": "02:00:00:00:00:02"}]}},
-            "networks": [{"name": "a", "pod": {}}]}}}});
-        let partial: HeldSpec = serde_json::from_value(vm["spec"].clone()).expect("decodes");
-        assert_eq!(partial.macs(), held_macs(&vm));
-        assert_eq!(partial.macs().len(), 2);
-        let empty: HeldSpec = serde_json::from_value(serde_json::json!({})).expect("decodes");
-        assert!(empty.macs().is_empty());
     }
 }

@@ -23,9 +23,9 @@ use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
 use crate::collisions::{User, LAUNCHER_LABEL};
+use crate::held_vm::HeldVm;
 use crate::range::MacRange;
 use crate::state::Shared;
-use crate::vm;
 use crate::{opt_mode, pod};
 
 pub const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
@@ -142,7 +142,7 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
 }
 
 pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
-    let api: Api<vm::HeldVm> = Api::all_with(client, &vm_resource());
+    let api: Api<HeldVm> = Api::all_with(client, &vm_resource());
     let mut events = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .boxed();
