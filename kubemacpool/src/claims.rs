@@ -150,7 +150,7 @@ impl Claims {
         let _one = self.claiming.lock().await;
         loop {
             self.check_fresh()?;
-            let live = self.live_allocators().await?;
+            let live = self.live_allocators(DEAD_AFTER).await?;
             let mut cm = self.claims_map().await?;
             let mut data = cm.data.take().unwrap_or_default();
             data.retain(|_, holder| live.contains(holder));
@@ -241,13 +241,14 @@ impl Claims {
         }
     }
 
-    /// The identities of the allocators whose Lease was renewed within [`DEAD_AFTER`].
-    pub async fn live_allocators(&self) -> Result<Vec<String>, kube::Error> {
+    /// The identities of the allocators whose Lease was renewed within `within` ([`DEAD_AFTER`]
+    /// before another may take their blocks).
+    pub async fn live_allocators(&self, within: Duration) -> Result<Vec<String>, kube::Error> {
         let leases = self
             .leases
             .list(&ListParams::default().labels(ALLOCATOR_LABEL))
             .await?;
-        let cutoff = Timestamp::now() - SignedDuration::try_from(DEAD_AFTER).unwrap_or_default();
+        let cutoff = Timestamp::now() - SignedDuration::try_from(within).unwrap_or_default();
         Ok(leases
             .items
             .into_iter()

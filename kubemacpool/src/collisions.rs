@@ -102,6 +102,14 @@ impl Collisions {
         self.opt_mode.manages(kind, &user.namespace)
     }
 
+    /// Whether a collision is not reported yet; changes nothing.
+    pub fn has_unreported(&self) -> bool {
+        let now = self.current();
+        let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        now.iter()
+            .any(|(mac, set)| users.reported.get(mac) != Some(set))
+    }
+
     /// The collisions not reported yet (a new one, or one with another set of users); forgets
     /// the ones that ended.
     pub fn unreported(&self) -> Vec<(MacAddr, BTreeSet<User>)> {
@@ -262,6 +270,17 @@ mod tests {
         )];
         c.opt_mode.set_namespace("ns", Some(opted_in.into()));
         assert_eq!(c.current().len(), 1);
+    }
+
+    #[test]
+    fn looking_for_unreported_collisions_reports_none() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("vmi", "b"), vec![mac("02:00:00:00:00:01")]);
+        assert!(c.has_unreported());
+        assert!(c.has_unreported(), "a look is not a report");
+        assert_eq!(c.unreported().len(), 1);
+        assert!(!c.has_unreported());
     }
 
     #[test]

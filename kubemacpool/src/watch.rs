@@ -22,6 +22,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
+use crate::claims::RENEW_EVERY;
 use crate::collisions::{User, LAUNCHER_LABEL};
 use crate::held_vm::HeldVm;
 use crate::range::MacRange;
@@ -271,15 +272,18 @@ pub fn vmi_macs(vmi: &serde_json::Value) -> Vec<net_types::MacAddr> {
         .collect()
 }
 
-/// Reports every new collision by event, from the replica whose identity sorts first.
+/// Reports every new collision by event, from the live replica whose identity sorts first.
+/// Only that replica takes the collisions as reported: one that merely looked would never
+/// report them once it becomes the first (its peer stopped).
 pub async fn report_collisions(client: Client, shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let fresh = shared.collisions.unreported();
-        if fresh.is_empty() {
+        if !shared.collisions.has_unreported() {
             continue;
         }
-        let first = match shared.claims.live_allocators().await {
+        // Renewed within three renewals: a replica that stopped without retiring (killed) no
+        // longer sorts first for the 45 s its blocks stay its own.
+        let first = match shared.claims.live_allocators(3 * RENEW_EVERY).await {
             Ok(mut live) => {
                 live.sort();
                 live.first().cloned()
@@ -292,7 +296,7 @@ pub async fn report_collisions(client: Client, shared: Arc<Shared>) {
         if first.as_deref() != Some(shared.claims.identity()) {
             continue;
         }
-        for (mac, users) in fresh {
+        for (mac, users) in shared.collisions.unreported() {
             warn!(message = %crate::collisions::message(&mac, &users), "collision");
             crate::collisions::report(&client, &mac, &users).await;
         }
