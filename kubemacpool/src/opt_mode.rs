@@ -18,7 +18,8 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use kube::core::{Selector, SelectorExt};
 use tracing::warn;
 
-pub const WEBHOOK_CONFIGURATION: &str = "kubemacpool-mutator";
+/// The configuration the cert manager also keeps the caBundle of.
+pub use crate::certs::WEBHOOK_CONFIGURATION;
 pub const POD_WEBHOOK: &str = "mutatepods.kubemacpool.io";
 pub const VM_WEBHOOK: &str = "mutatevirtualmachines.kubemacpool.io";
 

@@ -1,5 +1,7 @@
 //! The webhook's certificates as upstream's cert manager reads them, and their recovery.
 
+use kube_tier::daemon::run_with_stdin;
+
 use super::*;
 
 /// One key of a Secret in the operand namespace, decoded.
@@ -14,29 +16,9 @@ fn secret_data(ctx: &Ctx, secret: &str, key: &str) -> Result<Vec<u8>> {
         .with_context(|| format!("Secret {secret}'s {key} is not base64"))
 }
 
-/// `openssl <args>` with `input` on stdin (files named in `args` are written beforehand).
+/// `openssl <args>` with `input` on stdin: what it printed.
 fn openssl(args: &[&str], input: &[u8]) -> Result<String> {
-    use std::io::Write;
-    let mut child = std::process::Command::new("openssl")
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("run openssl")?;
-    child
-        .stdin
-        .take()
-        .context("openssl's stdin")?
-        .write_all(input)?;
-    let out = child.wait_with_output()?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    check(out.status.success(), || format!("openssl {args:?}: {text}"))?;
-    Ok(text)
+    run_with_stdin(std::process::Command::new("openssl").args(args), input)
 }
 
 /// The first PEM certificate of `pem`, as openssl prints its fingerprint.
