@@ -48,7 +48,7 @@ pub fn without_leases(writes: &[String]) -> (Vec<String>, usize) {
 }
 
 /// `(holder, transitions)` of the operator's Lease.
-fn lease(ctx: &Ctx) -> Result<(String, i64)> {
+pub fn lease(ctx: &Ctx) -> Result<(String, i64)> {
     let lease = ctx.get(&["get", "lease", OPERATOR, "-n", NAMESPACE])?;
     Ok((
         lease["spec"]["holderIdentity"]

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
-use crate::scenarios::control_loop::{operator_writes, without_leases};
+use crate::scenarios::control_loop::{lease, operator_writes, without_leases};
 use crate::scenarios::operator::reset;
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 
@@ -631,9 +631,11 @@ pub fn a_policy_failing_on_one_node_aborts_the_rest(ctx: &mut Ctx) -> Result<()>
 }
 
 /// An idle cluster writes nothing but the operator's Lease renewals: the operator writes no
-/// object and no status, and an idle node's state is never written again (the handler reads it
-/// every minute and on link notifications, and writes only a change). A link added shows in the
-/// node's state within seconds.
+/// object and no status, not even across a change of leader inside the window (the new leader
+/// finds in the applied record that the last one completed this very render), and an idle
+/// node's state is never written again (the handler reads it every minute and on link
+/// notifications, and writes only a change). A link added shows in the node's state within
+/// seconds.
 pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
     deploy_handler(ctx)?;
     ctx.apply_nac(SETTLED_SPEC)?;
@@ -657,6 +659,11 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
         .context("no handler on node01")?;
     let ticks_before = cpu_ticks(handler)?;
     let started = Instant::now();
+    let (leader, transitions) = lease(ctx)?;
+    check(!leader.is_empty(), || {
+        "nobody holds the operator's Lease".into()
+    })?;
+    ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, &leader, "--wait=false"])?;
     let mut writes = 0;
     let mut last = first.clone();
     while started.elapsed() < window {
@@ -668,8 +675,10 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
         }
     }
     let (operator_idle, idle_leases) = without_leases(&operator_writes(ctx)?[operator_mark..]);
+    let (new_leader, transitions_after) = lease(ctx)?;
     println!(
-        "    the operator idle for {}s: {} writes ({idle_leases} Lease renewals besides){}",
+        "    the operator idle for {}s, its leader {leader} deleted at the start and {new_leader} \
+         leading since: {} writes ({idle_leases} Lease writes besides){}",
         window.as_secs(),
         operator_idle.len(),
         operator_idle
@@ -677,6 +686,15 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
             .map(|w| format!("\n      {w}"))
             .collect::<String>()
     );
+    check(
+        transitions_after == transitions + 1 && !new_leader.is_empty() && new_leader != leader,
+        || {
+            format!(
+                "the Lease went from {leader} to {new_leader:?} in {} transitions",
+                transitions_after - transitions
+            )
+        },
+    )?;
     check(operator_idle.is_empty(), || {
         format!("the operator's writes while idle: {operator_idle:?}")
     })?;
@@ -714,7 +732,7 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
         node.name(),
         added.elapsed().as_secs_f64()
     );
-    Ok(())
+    ctx.wait_rollout("deployment", OPERATOR)
 }
 
 /// `nmstate` removed from the config: the handler goes, the CRDs and the users' policies stay,
