@@ -40,20 +40,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn env_count(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(v) => v.parse().with_context(|| format!("{name}={v}")),
-        Err(_) => Ok(default),
-    }
-}
-
 fn bench() -> Result<()> {
     if !nix::unistd::Uid::effective().is_root() {
         bail!("the benchmark needs root (it runs a cluster)");
     }
-    let creates = env_count("BENCH_CREATES", 200)?.max(20);
-    let vms = env_count("BENCH_VMS", 10_000)?;
-    let pods = env_count("BENCH_PODS", 10_000)?;
+    let creates = kube_tier::env_count("BENCH_CREATES", 200)?.max(20);
+    let vms = kube_tier::env_count("BENCH_VMS", 10_000)?;
+    let pods = kube_tier::env_count("BENCH_PODS", 10_000)?;
     let repo = kube_tier::repo();
     let binary = repo.join("target/operator/kubemacpool");
     if !binary.is_file() {
@@ -329,21 +322,6 @@ fn admission(cluster: &Cluster, creates: usize) -> Result<()> {
     Ok(())
 }
 
-fn crds() -> String {
-    [("virtualmachines", "VirtualMachine"), ("virtualmachineinstances", "VirtualMachineInstance")]
-        .iter()
-        .map(|(plural, kind)| {
-            format!(
-                "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
-                 metadata:\n  name: {plural}.kubevirt.io\nspec:\n  group: kubevirt.io\n  \
-                 names:\n    kind: {kind}\n    plural: {plural}\n  scope: Namespaced\n  versions:\n  \
-                 - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        \
-                 type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-            )
-        })
-        .collect()
-}
-
 /// The webhook configuration the cert manager writes its caBundle into, selecting no namespace:
 /// this benchmark's objects are created without it.
 fn webhook_configuration() -> String {
@@ -437,7 +415,7 @@ fn run(
         &["apply", "-f", "-"],
         &format!(
             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n{}",
-            crds()
+            kube_tier::stand_in::kubevirt_crds()
         ),
     )?;
     wait_for("the VM CRD", Duration::from_secs(30), || {

@@ -45,19 +45,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn env_count(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(v) => v.parse().with_context(|| format!("{name}={v}")),
-        Err(_) => Ok(default),
-    }
-}
-
 fn bench() -> Result<()> {
     if !nix::unistd::Uid::effective().is_root() {
         bail!("the pod start benchmark needs root (it runs a kubelet and containerd)");
     }
-    let pods = env_count("BENCH_PODS", 100)?.max(BLOCK);
-    let burst = env_count("BENCH_BURST", 60)?;
+    let pods = kube_tier::env_count("BENCH_PODS", 100)?.max(BLOCK);
+    let burst = kube_tier::env_count("BENCH_BURST", 60)?;
     let go_dir = netns_tests::go_reference_dir();
     let go_version = netns_tests::go_release_label(&go_dir.join("bridge"));
     let repo = kube_tier::repo();

@@ -17,6 +17,7 @@ pub mod network;
 pub mod node;
 pub mod ovs;
 pub mod pki;
+pub mod stand_in;
 
 pub use cluster::Cluster;
 
@@ -28,6 +29,15 @@ pub fn repo() -> PathBuf {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_default()
+}
+
+/// A count from the environment variable `name` (a benchmark's size), else `default`.
+pub fn env_count(name: &str, default: usize) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    match std::env::var(name) {
+        Ok(v) => v.parse().with_context(|| format!("{name}={v}")),
+        Err(_) => Ok(default),
+    }
 }
 
 /// Where scripts/kube-build put the Kubernetes binaries (`KUBE_TIER_BIN` overrides).

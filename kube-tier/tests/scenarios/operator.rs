@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use kube_tier::daemon::wait_for;
+use kube_tier::stand_in::{crds, crds_scoped};
 
 use crate::{check, nac_condition, plugins_image, Ctx, NAMESPACE, OPERATOR};
 
@@ -314,30 +315,8 @@ const COMPONENT_OBJECTS: [(&str, &str); 13] = [
 const IPAM_DEPLOYMENT: &str = "kubevirt-ipam-controller-manager";
 const IPAM_WEBHOOK: &str = "kubevirt-ipam-controller-mutating-webhook-configuration";
 
-/// CRDs with the names, group and version of another project's own, whose schemas keep every
-/// field: the operator only looks for their names, and that project itself does not run here
-/// (its images cannot be pulled). `kinds` are (plural, kind).
-pub fn stand_in_crds(group: &str, kinds: &[(&str, &str)]) -> String {
-    stand_in_crds_scoped(group, "Namespaced", kinds)
-}
-
-fn stand_in_crds_scoped(group: &str, scope: &str, kinds: &[(&str, &str)]) -> String {
-    kinds
-        .iter()
-        .map(|(plural, kind)| {
-            format!(
-                "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
-                 metadata:\n  name: {plural}.{group}\nspec:\n  group: {group}\n  \
-                 names:\n    kind: {kind}\n    plural: {plural}\n  scope: {scope}\n  versions:\n  \
-                 - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        \
-                 type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-            )
-        })
-        .collect()
-}
-
 fn cert_manager_crds() -> String {
-    stand_in_crds(
+    crds(
         "cert-manager.io",
         &[("certificates", "Certificate"), ("issuers", "Issuer")],
     )
@@ -695,7 +674,7 @@ pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    ctx.apply(&stand_in_crds(
+    ctx.apply(&crds(
         "monitoring.coreos.com",
         &[
             ("servicemonitors", "ServiceMonitor"),
@@ -764,12 +743,12 @@ pub fn openshift_sccs(ctx: &mut Ctx) -> Result<()> {
     ctx.start_from(OWN_SPEC)?;
     ctx.apply(&format!(
         "{}{}",
-        stand_in_crds_scoped(
+        crds_scoped(
             "config.openshift.io",
             "Cluster",
             &[("infrastructures", "Infrastructure")]
         ),
-        stand_in_crds_scoped(
+        crds_scoped(
             "security.openshift.io",
             "Cluster",
             &[("securitycontextconstraints", "SecurityContextConstraints")]

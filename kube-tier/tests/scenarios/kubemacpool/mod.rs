@@ -12,8 +12,8 @@ use serde_json::Value;
 use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
 
-use super::operator::stand_in_crds;
 use crate::{check, Ctx, NAMESPACE};
+use kube_tier::stand_in::kubevirt_crds;
 
 mod admission;
 mod availability;
@@ -92,16 +92,6 @@ fn networks_of(ctx: &Ctx, name: &str, namespace: &str) -> Result<String> {
         .as_str()
         .unwrap_or_default()
         .to_string())
-}
-
-fn kubevirt_crds() -> String {
-    stand_in_crds(
-        "kubevirt.io",
-        &[
-            ("virtualmachines", "VirtualMachine"),
-            ("virtualmachineinstances", "VirtualMachineInstance"),
-        ],
-    )
 }
 
 /// A VM whose interfaces are `(name, binding, network)`: network `pod` is the pod network,
