@@ -12,7 +12,9 @@ mod model;
 mod parse;
 
 pub use model::DesiredState;
-pub(crate) use model::{bond_mode_name, BridgeConf, Iface, IfaceState, IfaceType, PortVlanConf};
+pub(crate) use model::{
+    bond_mode_name, BridgeConf, Iface, IfaceState, IfaceType, PortVlanConf, RouteWant,
+};
 
 /// The refusal a state gets from [`DesiredState::parse`].
 #[cfg(test)]
