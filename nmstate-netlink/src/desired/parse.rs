@@ -28,6 +28,16 @@ const REFUSED_SECTIONS: &[(&str, &str)] = &[
     ("ovn", "OVN bridge mappings need Open vSwitch"),
 ];
 
+/// What a current state carries and an apply ignores, as nmstate does.
+const REPORT_ONLY: &[&str] = &[
+    "min-mtu",
+    "max-mtu",
+    "accept-all-mac-addresses",
+    "wait-ip",
+    "lldp",
+    "ethtool",
+];
+
 impl DesiredState {
     /// From the policy's `desiredState` (JSON as the API gives it). Unknown or unsupported
     /// fields are an [`Error::Refused`] naming the interface and the field.
@@ -88,21 +98,8 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
         check_description(&owner, d)?;
     }
     let mtu = bounds::mtu(&mut obj)?;
-    let mac = match obj.string(&["mac-address"])? {
-        Some(s) => {
-            Some(MacAddr::parse(&s).map_err(|e| refused(&owner, "mac-address", &e.to_string()))?)
-        }
-        None => None,
-    };
-    // What a current state carries and an apply ignores, as nmstate does.
-    obj.ignore(&[
-        "min-mtu",
-        "max-mtu",
-        "accept-all-mac-addresses",
-        "wait-ip",
-        "lldp",
-        "ethtool",
-    ]);
+    let mac = parse_mac(&owner, obj.string(&["mac-address"])?)?;
+    obj.ignore(REPORT_ONLY);
     let ipv4 = parse_ip(&mut obj, "ipv4", false)?;
     let ipv6 = parse_ip(&mut obj, "ipv6", true)?;
     check_ipv6_mtu(&owner, mtu, ipv6.as_ref())?;
@@ -136,6 +133,12 @@ fn parse_iface(path: &str, i: usize, item: &Value) -> Result<Iface, Error> {
     };
     check_sections_fit(&owner, &iface)?;
     Ok(iface)
+}
+
+fn parse_mac(owner: &str, given: Option<String>) -> Result<Option<MacAddr>, Error> {
+    given
+        .map(|s| MacAddr::parse(&s).map_err(|e| refused(owner, "mac-address", &e.to_string())))
+        .transpose()
 }
 
 fn iface_type(owner: &str, given: Option<String>) -> Result<IfaceType, Error> {

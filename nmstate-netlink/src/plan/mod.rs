@@ -96,7 +96,8 @@ impl<'a> Listed<'a> {
         }
     }
 
-    fn names(&self, name: &str) -> bool {
+    /// Whether the state lists `name`.
+    fn lists(&self, name: &str) -> bool {
         self.ifaces.contains_key(name)
     }
 }
@@ -127,7 +128,7 @@ fn guard(listed: &Listed, name: &str) -> Result<(), Error> {
         .links
         .get(name)
         .and_then(|l| l.master.as_deref())
-        .is_some_and(|m| !listed.names(m));
+        .is_some_and(|m| !listed.lists(m));
     if node.is_pod_link(name) && plugged_elsewhere {
         return Err(refuse(format!("interface {name} is a pod's veth (its peer is in another namespace, and a bridge this state does not name holds it) and is not touched")));
     }
