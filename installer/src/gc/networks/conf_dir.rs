@@ -1,0 +1,198 @@
+//! The node's conf dir, read as libcni and containerd read it: the files whose name ends in
+//! `.conf`, `.conflist` or `.json` (what follows the name's last dot, so a file called `.conf`
+//! counts too; directories do not), in byte order of their names. containerd loads the first
+//! `max_conf_num` of them (one by default) and names the i-th network's interface `eth<i>`.
+
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::config::{ours_in, Form, Parsed};
+use super::{Network, Source, Unreadable};
+
+/// The extensions libcni's runtimes read in a conf dir.
+const CONF_EXTENSIONS: [&str; 3] = [".conf", ".conflist", ".json"];
+
+/// The node's conflists in `dir` (*.conf, *.conflist, *.json, in the order libcni/containerd
+/// sort them) that name one of `ours`. A missing `dir` has none.
+pub fn node_networks(dir: &Path, ours: &BTreeSet<String>) -> (Vec<Network>, Vec<Unreadable>) {
+    let mut networks = Vec::new();
+    let mut unreadable = Vec::new();
+    let files = match conf_files(dir, &CONF_EXTENSIONS) {
+        Ok(files) => files,
+        Err(e) => {
+            unreadable.push(Unreadable {
+                source: dir.display().to_string(),
+                why: format!("cannot list: {e}"),
+            });
+            return (networks, unreadable);
+        }
+    };
+    for (index, file) in files.into_iter().enumerate() {
+        match node_file(&file, ours) {
+            Ok(Some(Parsed { name, plugins })) => networks.push(Network {
+                name,
+                source: Source::NodeConflist { file, index },
+                plugins,
+            }),
+            Ok(None) => {}
+            Err(why) => unreadable.push(Unreadable {
+                source: file.display().to_string(),
+                why,
+            }),
+        }
+    }
+    (networks, unreadable)
+}
+
+/// libcni's `ConfFiles`, sorted as containerd sorts them: the entries of `dir` whose name ends
+/// in one of `extensions` after its last dot, directories left out.
+pub(super) fn conf_files(dir: &Path, extensions: &[&str]) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            continue;
+        }
+        let name = entry.file_name();
+        let name = name.as_bytes();
+        let extension = name
+            .iter()
+            .rposition(|&b| b == b'.')
+            .map(|dot| &name[dot..]);
+        if extension.is_some_and(|ext| extensions.iter().any(|e| e.as_bytes() == ext)) {
+            files.push(entry.path());
+        }
+    }
+    files.sort_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
+    Ok(files)
+}
+
+/// One conf file of the node: a list when it ends in `.conflist`, else a single plugin.
+fn node_file(file: &Path, ours: &BTreeSet<String>) -> Result<Option<Parsed>, String> {
+    let object = read_object(file)?;
+    let form = if file.as_os_str().as_bytes().ends_with(b".conflist") {
+        Form::List { dir: file.parent() }
+    } else {
+        Form::Single
+    };
+    ours_in(&object, form, ours)
+}
+
+/// A regular file's JSON object. Opened without blocking: a FIFO left in the directory would
+/// otherwise hold the agent until someone writes to it.
+pub(super) fn read_object(file: &Path) -> Result<Map<String, Value>, String> {
+    let mut handle = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(file)
+        .map_err(|e| e.to_string())?;
+    let regular = handle.metadata().map_err(|e| e.to_string())?.is_file();
+    if !regular {
+        return Err("not a regular file".to_string());
+    }
+    let mut text = Vec::new();
+    handle.read_to_end(&mut text).map_err(|e| e.to_string())?;
+    match serde_json::from_slice(&text) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err("not a JSON object".to_string()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gc::networks::testing::{bridge_list, conf_dir, names, ours};
+
+    #[test]
+    fn node_files_come_in_byte_order_of_their_names_with_their_load_index() {
+        let dir = conf_dir(&[
+            ("20-b.conflist", &bridge_list("b")),
+            (
+                "10-other.conflist",
+                r#"{"name":"o","plugins":[{"type":"flannel"}]}"#,
+            ),
+            ("1-a.conflist", &bridge_list("a")),
+            ("Z.conflist", &bridge_list("z")),
+        ]);
+        let (networks, unreadable) = node_networks(dir.path(), &ours());
+        assert!(unreadable.is_empty(), "{unreadable:?}");
+        assert_eq!(names(&networks), ["a", "b", "z"]);
+        let indexes: Vec<_> = networks
+            .iter()
+            .map(|n| match &n.source {
+                Source::NodeConflist { index, .. } => *index,
+                Source::Nad { .. } => usize::MAX,
+            })
+            .collect();
+        // 1-a, 10-other, 20-b, Z: the file not ours counts too.
+        assert_eq!(indexes, [0, 2, 3]);
+    }
+
+    #[test]
+    fn only_conf_conflist_and_json_files_are_read_and_directories_are_not() {
+        let dir = conf_dir(&[
+            (
+                "a.conf",
+                r#"{"cniVersion":"1.0.0","name":"a","type":"bridge"}"#,
+            ),
+            (
+                "b.json",
+                r#"{"cniVersion":"1.0.0","name":"b","type":"bridge"}"#,
+            ),
+            (
+                ".conf",
+                r#"{"cniVersion":"1.0.0","name":"dot","type":"bridge"}"#,
+            ),
+            ("c.conflist", &bridge_list("c")),
+            ("d.conf.bak", r#"{"name":"d","type":"bridge"}"#),
+            ("e.yaml", r#"{"name":"e","type":"bridge"}"#),
+            ("sub.conf/x.conf", r#"{"name":"f","type":"bridge"}"#),
+        ]);
+        let (networks, unreadable) = node_networks(dir.path(), &ours());
+        assert!(unreadable.is_empty(), "{unreadable:?}");
+        assert_eq!(names(&networks), ["dot", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_missing_conf_dir_has_no_networks() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (networks, unreadable) = node_networks(&dir.path().join("absent"), &ours());
+        assert!(networks.is_empty() && unreadable.is_empty());
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_is_unreadable() {
+        let dir = conf_dir(&[("10.conflist", "{\"name\": \"blue\", ")]);
+        let (networks, unreadable) = node_networks(dir.path(), &ours());
+        assert!(networks.is_empty());
+        assert_eq!(unreadable.len(), 1);
+        assert!(unreadable[0].source.ends_with("10.conflist"));
+        assert!(
+            unreadable[0].why.starts_with("not JSON"),
+            "{}",
+            unreadable[0].why
+        );
+    }
+
+    #[test]
+    fn a_fifo_in_the_conf_dir_is_unreadable_without_blocking() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        nix::unistd::mkfifo(&dir.path().join("10.conf"), nix::sys::stat::Mode::S_IRWXU)
+            .expect("mkfifo");
+        let (networks, unreadable) = node_networks(dir.path(), &ours());
+        assert!(networks.is_empty());
+        assert_eq!(unreadable[0].why, "not a regular file");
+    }
+}
