@@ -3,29 +3,28 @@
 //! claimed, the desired state applied as a transaction and probed, kept or rolled back, the
 //! enactment and the policy's conditions written, the slot released. A node that finds no free
 //! slot is Pending and tries again at the next change of the policy (a slot released is one).
+//!
+//! Which of these a policy needs next is `transitions`' choice; here the steps are carried out
+//! over the API (`slots`, `status`) and the node (`transaction`).
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::Client;
 use nmstate_netlink::DesiredState;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::{info, warn};
 
-use super::conditions::{self, Enactment, Rollout};
-use super::probes::{self, Probe};
-use super::resources::{self, HANDLER_SELECTOR, NODE_LABEL, POLICY_LABEL};
+use super::conditions::Enactment;
+use super::probes::Probe;
+use super::resources::{self, NODE_LABEL, POLICY_LABEL};
 use super::rollout;
+use super::transitions::{self, Facts, Known, Started, Step};
 use crate::error::{Error, Result};
-
-/// Upstream's: five tries, the waits doubling from 1 s to at most 30 s.
-const TRIES: u32 = 5;
-const FIRST_WAIT: Duration = Duration::from_secs(1);
-const LONGEST_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -38,11 +37,11 @@ pub struct Options {
 }
 
 pub struct Handler {
-    client: Client,
-    opts: Options,
+    pub(super) client: Client,
+    pub(super) opts: Options,
     node_uid: String,
-    policies: Api<DynamicObject>,
-    enactments: Api<DynamicObject>,
+    pub(super) policies: Api<DynamicObject>,
+    pub(super) enactments: Api<DynamicObject>,
 }
 
 /// What a sync saw.
@@ -65,48 +64,6 @@ pub struct Synced {
 struct Reconciled {
     changed: bool,
     pending: bool,
-}
-
-/// Why an apply did not keep its change: the enactment's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum ApplyError {
-    /// Nothing was changed, and trying again cannot help.
-    Refused(String),
-    /// A probe failed and the change was rolled back: not tried again, as the probe already
-    /// kept the node cut off for its whole timeout.
-    Probe(String),
-    /// The change failed (and was rolled back): worth another try.
-    Failed(String),
-    /// Putting the node back failed: nothing more is tried until the journal is restored.
-    RollbackFailed(String),
-}
-
-impl fmt::Display for ApplyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ApplyError::Refused(m) => write!(f, "refused: {m}"),
-            ApplyError::Probe(m) | ApplyError::Failed(m) | ApplyError::RollbackFailed(m) => {
-                f.write_str(m)
-            }
-        }
-    }
-}
-
-/// Whether an apply is a policy's first on this node, or its state put back at start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Started {
-    Fresh,
-    Again,
-}
-
-enum Slot {
-    Claimed,
-    /// Every slot is taken: Pending until one is released.
-    Full,
-    /// The rollout's failures reached `maxUnavailable`.
-    Aborted,
-    /// The policy changed while this node waited: its new generation is reconciled next.
-    Stale,
 }
 
 impl Handler {
@@ -225,460 +182,178 @@ impl Handler {
             .get_opt(&enactment_name)
             .await
             .map_err(|e| Error::kube(format!("reading enactment {enactment_name}"), e))?;
-        if !rollout::matches(&policy.data["spec"]["nodeSelector"], labels) {
-            if existing.is_some() {
-                info!("policy {name} no longer matches this node: enactment removed");
-                self.release_slot(&name).await?;
-                self.delete_enactment(&enactment_name).await?;
-                self.write_policy_status(&name).await?;
-            }
-            return Ok(Reconciled::default());
-        }
         let status = existing.as_ref().map(|e| &e.data["status"]);
-        let enacted = status
-            .filter(|s| s["policyGeneration"].as_i64() == Some(generation))
-            .and_then(|s| Enactment::read(&s["conditions"]));
-        let desired = &policy.data["spec"]["desiredState"];
-        match enacted {
-            Some(Enactment::Available) if reapply => {
-                return self
-                    .apply_again(&name, &enactment_name, generation, desired)
-                    .await;
+        let facts = Facts {
+            matches: rollout::matches(&policy.data["spec"]["nodeSelector"], labels),
+            exists: existing.is_some(),
+            enacted: status
+                .filter(|s| s["policyGeneration"].as_i64() == Some(generation))
+                .and_then(|s| Enactment::read(&s["conditions"])),
+            reapply,
+        };
+        let enactment = Enacting {
+            policy,
+            name: &name,
+            enactment: &enactment_name,
+            generation,
+            desired: &policy.data["spec"]["desiredState"],
+            was: facts.enacted.clone(),
+        };
+        let mut known = Known::Read(facts);
+        loop {
+            match self.execute(&enactment, transitions::next(&known)).await? {
+                ControlFlow::Continue(answer) => known = answer,
+                ControlFlow::Break(reconciled) => return Ok(reconciled),
             }
-            Some(Enactment::Available | Enactment::Failing(_) | Enactment::Aborted) => {
-                return Ok(Reconciled::default())
+        }
+    }
+
+    /// Carries one step out: what it answered, for the next step to be chosen on, or how the
+    /// policy went when it was the last.
+    async fn execute(
+        &self,
+        enactment: &Enacting<'_>,
+        step: Step,
+    ) -> Result<ControlFlow<Reconciled, Known>> {
+        let done = |changed, pending| ControlFlow::Break(Reconciled { changed, pending });
+        Ok(match step {
+            Step::Done { changed } => done(changed, false),
+            Step::Withdraw => {
+                self.withdraw(enactment).await?;
+                done(false, false)
             }
-            _ => {}
-        }
-        if existing.is_none() {
-            let object = resources::new_enactment(&self.opts.node_name, &self.node_uid, &name);
-            let object: DynamicObject = serde_json::from_value(object)
-                .map_err(|e| Error::msg(format!("enactment {enactment_name}: {e}")))?;
-            self.enactments
-                .create(&PostParams::default(), &object)
-                .await
-                .map_err(|e| Error::kube(format!("creating enactment {enactment_name}"), e))?;
-        }
-        let outcome = match self.claim_slot(&name, generation).await? {
-            Slot::Stale => return Ok(Reconciled::default()),
-            Slot::Full => {
-                if enacted != Some(Enactment::Pending) {
-                    self.write_enactment(&enactment_name, generation, desired, &Enactment::Pending)
-                        .await?;
-                    self.write_policy_status(&name).await?;
+            Step::ApplyAgain => ControlFlow::Continue(self.apply_again(enactment).await?),
+            Step::TakeSlot { create } => {
+                if create {
+                    self.create_enactment(enactment).await?;
                 }
-                return Ok(Reconciled {
-                    changed: false,
-                    pending: true,
-                });
+                ControlFlow::Continue(Known::Slot {
+                    answer: self
+                        .claim_slot(enactment.name, enactment.generation)
+                        .await?,
+                    was: enactment.was.clone(),
+                })
             }
-            Slot::Aborted => Enactment::Aborted,
-            Slot::Claimed => {
-                self.write_enactment(
-                    &enactment_name,
-                    generation,
-                    desired,
-                    &Enactment::Progressing,
-                )
-                .await?;
-                // At once: a policy just changed says so, not its previous generation's state.
-                self.write_policy_status(&name).await?;
-                let outcome = match self.apply_with_retries(&name, policy, Started::Fresh).await {
-                    Ok(summary) => {
-                        info!("policy {name}: configured ({summary})");
-                        Enactment::Available
-                    }
-                    Err(why) => {
-                        warn!("policy {name}: {why}");
-                        Enactment::Failing(why.to_string())
-                    }
-                };
-                // The enactment's result first: a node that finished is no longer counted as
-                // configuring by the others.
-                self.write_enactment(&enactment_name, generation, desired, &outcome)
-                    .await?;
-                self.release_slot(&name).await?;
-                outcome
+            Step::Wait { report } => {
+                if report {
+                    self.report(enactment, &Enactment::Pending).await?;
+                }
+                done(false, true)
+            }
+            Step::Apply => ControlFlow::Continue(self.apply_fresh(enactment).await?),
+            Step::Report { state, free_slot } => {
+                self.write(enactment, &state).await?;
+                if free_slot {
+                    self.release_slot(enactment.name).await?;
+                }
+                self.write_policy_status(enactment.name).await?;
+                done(state == Enactment::Available, false)
+            }
+        })
+    }
+
+    /// The policy no longer matches this node: its slot, its enactment and the node's part in
+    /// its conditions go.
+    async fn withdraw(&self, enactment: &Enacting<'_>) -> Result<()> {
+        let name = enactment.name;
+        info!("policy {name} no longer matches this node: enactment removed");
+        self.release_slot(name).await?;
+        self.delete_enactment(enactment.enactment).await?;
+        self.write_policy_status(name).await
+    }
+
+    async fn create_enactment(&self, enactment: &Enacting<'_>) -> Result<()> {
+        let name = enactment.enactment;
+        let object = resources::new_enactment(&self.opts.node_name, &self.node_uid, enactment.name);
+        let object: DynamicObject = serde_json::from_value(object)
+            .map_err(|e| Error::msg(format!("enactment {name}: {e}")))?;
+        self.enactments
+            .create(&PostParams::default(), &object)
+            .await
+            .map_err(|e| Error::kube(format!("creating enactment {name}"), e))?;
+        Ok(())
+    }
+
+    /// Progressing written, then the transaction with its retries.
+    async fn apply_fresh(&self, enactment: &Enacting<'_>) -> Result<Known> {
+        let name = enactment.name;
+        // At once: a policy just changed says so, not its previous generation's state.
+        self.report(enactment, &Enactment::Progressing).await?;
+        let result = match self
+            .apply_with_retries(name, enactment.policy, Started::Fresh)
+            .await
+        {
+            Ok(summary) => {
+                info!("policy {name}: configured ({summary})");
+                Ok(())
+            }
+            Err(why) => {
+                warn!("policy {name}: {why}");
+                Err(why.to_string())
             }
         };
-        if outcome == Enactment::Aborted {
-            self.write_enactment(&enactment_name, generation, desired, &outcome)
-                .await?;
-        }
-        self.write_policy_status(&name).await?;
-        Ok(Reconciled {
-            changed: outcome == Enactment::Available,
-            pending: false,
+        Ok(Known::Applied {
+            started: Started::Fresh,
+            result,
         })
     }
 
     /// A policy enacted here before the handler started, applied again quietly: when the
     /// kernel still holds it, nothing changes and nothing is probed.
-    async fn apply_again(
-        &self,
-        name: &str,
-        enactment: &str,
-        generation: i64,
-        desired: &Value,
-    ) -> Result<Reconciled> {
+    async fn apply_again(&self, enactment: &Enacting<'_>) -> Result<Known> {
+        let name = enactment.name;
         let policy = self
             .policies
             .get(name)
             .await
             .map_err(|e| Error::kube(format!("reading policy {name}"), e))?;
-        match self.apply(&policy, Started::Again).await {
+        let result = match self.apply(&policy, Started::Again).await {
             Ok(summary) => {
                 info!("policy {name}: applied again after start ({summary})");
-                Ok(Reconciled {
-                    changed: true,
-                    pending: false,
-                })
+                Ok(())
             }
             Err(why) => {
                 warn!("policy {name}: applying again after start failed: {why}");
-                let failed = Enactment::Failing(why.to_string());
-                self.write_enactment(enactment, generation, desired, &failed)
-                    .await?;
-                self.write_policy_status(name).await?;
-                Ok(Reconciled::default())
+                Err(why.to_string())
             }
-        }
-    }
-
-    /// Applies, trying again what may pass next time, as upstream does: not a refusal, a
-    /// failed probe or a failed rollback.
-    async fn apply_with_retries(
-        &self,
-        name: &str,
-        policy: &DynamicObject,
-        started: Started,
-    ) -> std::result::Result<String, ApplyError> {
-        let mut wait = FIRST_WAIT;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.apply(policy, started).await {
-                Ok(summary) => return Ok(summary),
-                Err(ApplyError::Failed(why)) if tries < TRIES => {
-                    warn!("policy {name}: try {tries} of {TRIES} failed, again in {wait:?}: {why}");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(LONGEST_WAIT);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// One transaction: parse, apply (journal first), probe, then commit or roll back. A
-    /// journal an earlier apply left (its rollback failed) is restored first: no new change is
-    /// made over a node that is not back.
-    async fn apply(
-        &self,
-        policy: &DynamicObject,
-        started: Started,
-    ) -> std::result::Result<String, ApplyError> {
-        let journal = super::journal_path(&self.opts.state_dir);
-        let restore = journal.clone();
-        let restored = blocking(move || nmstate_netlink::recover(&restore))
-            .await?
-            .map_err(|e| {
-                ApplyError::RollbackFailed(format!(
-                    "an earlier change could not be undone, nothing more is applied: {e}"
-                ))
-            })?;
-        if let Some(what) = restored {
-            warn!("an earlier change was undone first: {what}");
-        }
-        let desired = parse(policy).map_err(ApplyError::Refused)?;
-        let mut probes = self.opts.probes.clone();
-        if started == Started::Again {
-            // A node that just booted may not be Ready until its policies are back (its
-            // cluster network may need them): that probe would refuse what makes it Ready.
-            probes.retain(|p| *p != Probe::NodeReady);
-        }
-        let plan = probes::before(&probes).await;
-        let applied = blocking(move || nmstate_netlink::apply(&desired, &journal))
-            .await?
-            .map_err(|e| match e {
-                nmstate_netlink::Error::Refused(m) => ApplyError::Refused(m),
-                e @ nmstate_netlink::Error::RollbackFailed { .. } => {
-                    ApplyError::RollbackFailed(e.to_string())
-                }
-                e => ApplyError::Failed(e.to_string()),
-            })?;
-        let summary = applied.summary().replace('\n', "; ");
-        // Nothing changed, nothing to probe: a no-op must not fail for an API server that is
-        // away for a moment.
-        let probed = if applied.changed() {
-            plan.run(&self.client, &self.opts.node_name, self.opts.probe_timeout)
-                .await
-        } else {
-            Ok(())
         };
-        match probed {
-            Ok(()) => {
-                blocking(move || applied.commit())
-                    .await?
-                    .map_err(|e| ApplyError::Failed(e.to_string()))?;
-                Ok(summary)
-            }
-            Err(probe) => match blocking(move || applied.rollback()).await? {
-                Ok(()) => Err(ApplyError::Probe(format!("{probe}; rolled back"))),
-                Err(e) => Err(ApplyError::RollbackFailed(format!(
-                    "{probe}; rolling back failed: {e}"
-                ))),
-            },
-        }
+        Ok(Known::Applied {
+            started: Started::Again,
+            result,
+        })
     }
 
-    /// Claims a slot of the policy's `maxUnavailable` for this node, if one is free. Holders
-    /// that are no longer configuring (their node gone, without a handler or not matching any
-    /// more, or their enactment of this generation finished: a handler that died before it
-    /// released) are dropped on the way, so a slot never leaks.
-    async fn claim_slot(&self, policy: &str, generation: i64) -> Result<Slot> {
-        loop {
-            let object = self
-                .policies
-                .get(policy)
-                .await
-                .map_err(|e| Error::kube(format!("reading policy {policy}"), e))?;
-            if object.metadata.generation.unwrap_or(0) != generation {
-                return Ok(Slot::Stale);
-            }
-            let holders = resources::configuring(&object);
-            if holders.contains(&self.opts.node_name) {
-                return Ok(Slot::Claimed);
-            }
-            let observed = self.observe(policy, &object).await?;
-            let limit = rollout::max_unavailable(
-                &object.data["spec"]["maxUnavailable"],
-                observed.rollout.matching,
-            )
-            .map_err(Error::msg)?;
-            if observed.rollout.failing >= limit {
-                return Ok(Slot::Aborted);
-            }
-            let mut live = rollout::live_holders(&holders, &observed.matching, &observed.finished);
-            if live.len() >= limit {
-                if live != holders && !self.set_holders(&object, &live).await? {
-                    continue;
-                }
-                return Ok(Slot::Full);
-            }
-            live.push(self.opts.node_name.clone());
-            if self.set_holders(&object, &live).await? {
-                return Ok(Slot::Claimed);
-            }
-        }
+    /// The enactment's `state`, then the policy's conditions.
+    async fn report(&self, enactment: &Enacting<'_>, state: &Enactment) -> Result<()> {
+        self.write(enactment, state).await?;
+        self.write_policy_status(enactment.name).await
     }
 
-    async fn release_slot(&self, policy: &str) -> Result<()> {
-        loop {
-            let object = self
-                .policies
-                .get(policy)
-                .await
-                .map_err(|e| Error::kube(format!("reading policy {policy}"), e))?;
-            let mut holders = resources::configuring(&object);
-            if !holders.contains(&self.opts.node_name) {
-                return Ok(());
-            }
-            holders.retain(|h| *h != self.opts.node_name);
-            if self.set_holders(&object, &holders).await? {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Writes the holders into the policy's status if the policy is still as read; false on a
-    /// conflict (read again).
-    async fn set_holders(&self, object: &DynamicObject, holders: &[String]) -> Result<bool> {
-        let name = object.metadata.name.clone().unwrap_or_default();
-        let patch = json!({
-            "metadata": { "resourceVersion": object.metadata.resource_version },
-            "status": {
-                resources::CONFIGURING_FIELD: holders,
-                "unavailableNodeCount": holders.len(),
-                "lastUnavailableNodeCountUpdate": resources::now(),
-            },
-        });
-        match self
-            .policies
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+    async fn write(&self, enactment: &Enacting<'_>, state: &Enactment) -> Result<()> {
+        let Enacting {
+            enactment: name,
+            generation,
+            desired,
+            ..
+        } = enactment;
+        self.write_enactment(name, *generation, desired, state)
             .await
-        {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-            Err(e) => Err(Error::kube(format!("claiming a slot of policy {name}"), e)),
-        }
-    }
-
-    /// The enactment's status: what was asked, for which generation, and how it went.
-    async fn write_enactment(
-        &self,
-        name: &str,
-        generation: i64,
-        desired: &Value,
-        state: &Enactment,
-    ) -> Result<()> {
-        let old = self
-            .enactments
-            .get_opt(name)
-            .await
-            .map_err(|e| Error::kube(format!("reading enactment {name}"), e))?
-            .map(|e| e.data["status"]["conditions"].clone())
-            .unwrap_or(Value::Null);
-        let patch = json!({
-            "status": {
-                "desiredState": desired,
-                "policyGeneration": generation,
-                "conditions": state.conditions(&old, &resources::now()),
-            },
-        });
-        self.enactments
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| Error::kube(format!("writing the status of enactment {name}"), e))?;
-        Ok(())
-    }
-
-    /// What the enactments of the policy's generation say, over the nodes that match it and
-    /// run a handler (upstream counts the same nodes).
-    async fn observe(&self, policy: &str, object: &DynamicObject) -> Result<Observed> {
-        let generation = object.metadata.generation.unwrap_or(0);
-        let selector = &object.data["spec"]["nodeSelector"];
-        let nodes = node_api(&self.client)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| Error::kube("listing the nodes", e))?;
-        let handler_pods: Api<Pod> = Api::all(self.client.clone());
-        // Handlers that run: a pod that cannot start would keep every policy progressing.
-        let handler_nodes: Vec<String> = handler_pods
-            .list(&ListParams::default().labels(HANDLER_SELECTOR))
-            .await
-            .map_err(|e| Error::kube("listing the handler's pods", e))?
-            .items
-            .into_iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter_map(|p| p.spec.and_then(|s| s.node_name))
-            .collect();
-        let matching: Vec<String> = nodes
-            .items
-            .into_iter()
-            .filter(|n| {
-                let labels = n.metadata.labels.clone().unwrap_or_default();
-                rollout::matches(selector, &labels)
-            })
-            .filter_map(|n| n.metadata.name)
-            .filter(|n| handler_nodes.contains(n))
-            .collect();
-        let enactments = self
-            .enactments
-            .list(&ListParams::default().labels(&format!("{POLICY_LABEL}={policy}")))
-            .await
-            .map_err(|e| Error::kube(format!("listing the enactments of policy {policy}"), e))?;
-        let mut observed = Observed {
-            rollout: Rollout {
-                matching: matching.len(),
-                ..Rollout::default()
-            },
-            matching,
-            finished: Vec::new(),
-        };
-        for e in enactments.items {
-            let node = e
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(NODE_LABEL))
-                .cloned();
-            let status = &e.data["status"];
-            let Some(node) = node.filter(|n| observed.matching.contains(n)) else {
-                continue;
-            };
-            if status["policyGeneration"].as_i64() != Some(generation) {
-                continue;
-            }
-            let finished = match Enactment::read(&status["conditions"]) {
-                Some(Enactment::Available) => &mut observed.rollout.available,
-                Some(Enactment::Failing(_)) => &mut observed.rollout.failing,
-                Some(Enactment::Aborted) => &mut observed.rollout.aborted,
-                _ => continue,
-            };
-            *finished += 1;
-            observed.finished.push(node);
-        }
-        Ok(observed)
-    }
-
-    /// The policy's conditions from its enactments; written only when they say something new,
-    /// and only over the policy as it was read (a handler that finished later writes last).
-    async fn write_policy_status(&self, policy: &str) -> Result<()> {
-        loop {
-            let Some(object) = self
-                .policies
-                .get_opt(policy)
-                .await
-                .map_err(|e| Error::kube(format!("reading policy {policy}"), e))?
-            else {
-                return Ok(());
-            };
-            let observed = self.observe(policy, &object).await?;
-            let old = &object.data["status"]["conditions"];
-            let next = observed.rollout.conditions(old, &resources::now());
-            if conditions::same(old, &next) {
-                return Ok(());
-            }
-            let patch = json!({
-                "metadata": { "resourceVersion": object.metadata.resource_version },
-                "status": { "conditions": next },
-            });
-            match self
-                .policies
-                .patch_status(policy, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => {
-                    return Err(Error::kube(
-                        format!("writing the status of policy {policy}"),
-                        e,
-                    ))
-                }
-            }
-        }
     }
 }
 
-/// A policy's rollout as observed: the counts, the matching nodes, and the nodes whose
-/// enactment of the current generation finished.
-struct Observed {
-    rollout: Rollout,
-    matching: Vec<String>,
-    finished: Vec<String>,
+/// One policy on this node, as the steps of its reconcile need it.
+struct Enacting<'a> {
+    policy: &'a DynamicObject,
+    /// The policy's name.
+    name: &'a str,
+    /// The enactment's name.
+    enactment: &'a str,
+    generation: i64,
+    desired: &'a Value,
+    /// The enactment's state for this generation, as read.
+    was: Option<Enactment>,
 }
 
-/// The policy's desired state, parsed; what we do not apply is refused by name. `capture`
-/// (nmpolicy templates) is not implemented: a policy using it is refused rather than applied
-/// with its template text.
-fn parse(policy: &DynamicObject) -> std::result::Result<DesiredState, String> {
-    let capture = &policy.data["spec"]["capture"];
-    if capture.as_object().is_some_and(|c| !c.is_empty()) {
-        return Err("spec.capture (nmpolicy captures) is not supported".to_string());
-    }
-    DesiredState::parse(&policy.data["spec"]["desiredState"]).map_err(|e| e.to_string())
-}
-
-/// Runs `f` on a blocking thread (netlink and file system calls).
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::result::Result<T, ApplyError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApplyError::Failed(format!("the apply did not finish: {e}")))
-}
-
-fn node_api(client: &Client) -> Api<Node> {
+pub(super) fn node_api(client: &Client) -> Api<Node> {
     Api::all(client.clone())
 }

@@ -15,7 +15,11 @@ pub mod enact;
 pub mod probes;
 pub mod resources;
 pub mod rollout;
+mod slots;
 pub mod state_report;
+mod status;
+mod transaction;
+mod transitions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
