@@ -22,12 +22,12 @@ use std::time::Duration;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, Parser, Subcommand};
 use cni_common::node_policy::{self, PolicyFile};
+use nmstate_handler::{self as nmstate, probes::Probe};
 
 use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
 use crate::marker::Mark;
-use crate::nmstate::{self, probes::Probe};
 use crate::probe;
 use crate::uninstall;
 
