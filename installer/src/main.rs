@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use cni_installer::cli::{self, Command, NODE_NAME_ENV};
 use cni_installer::error::report;
-use cni_installer::{gc, install, nmstate, probe, run, uninstall};
+use cni_installer::{gc, install, probe, run, uninstall};
+use nmstate_handler as nmstate;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -15,6 +16,8 @@ fn main() -> ExitCode {
     // (the Kubernetes client, TLS) only speak up about what went wrong.
     let only_ours = Targets::new()
         .with_target("cni_installer", LevelFilter::INFO)
+        .with_target("agent_runtime", LevelFilter::INFO)
+        .with_target("nmstate_handler", LevelFilter::INFO)
         .with_default(LevelFilter::WARN);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

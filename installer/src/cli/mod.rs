@@ -30,12 +30,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use nmstate_handler::{self as nmstate, probes::Probe};
 
 use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
 use crate::marker::Mark;
-use crate::nmstate::{self, probes::Probe};
 use crate::probe;
 use crate::uninstall;
 

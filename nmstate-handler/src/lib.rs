@@ -1,4 +1,4 @@
-//! `cni-installer nmstate`: kubernetes-nmstate's handler on the node's kernel, with no
+//! kubernetes-nmstate's handler, run as `cni-installer nmstate` on the node's kernel, with no
 //! NetworkManager. It serves the same API (NodeNetworkConfigurationPolicy, its enactments,
 //! NodeNetworkState) and applies each policy over netlink as a transaction that the node
 //! survives (`nmstate_netlink`): what the node cannot do is refused before anything changes,
@@ -9,13 +9,23 @@
 //! none of them). Then policies are followed with a watch (and listed again every resync), and
 //! the NodeNetworkState is refreshed on link notifications and every resync, written only when
 //! it changed.
+//!
+//! Of the node agent it needs only what every long-running command shares (the runtime, the
+//! API client, stop signals, the directory lock, link notifications), which is in
+//! `agent_runtime`, and that crate's error is its own: its failures are requests, files and
+//! system calls, the kinds that error already tells, and `cni-installer` takes it into its own
+//! error with the same text. Nothing here depends on the installer.
 
 pub mod conditions;
 pub mod enact;
 pub mod probes;
 pub mod resources;
 pub mod rollout;
+mod slots;
 pub mod state_report;
+mod status;
+mod transaction;
+mod transitions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,9 +37,10 @@ use tokio::signal::unix::SignalKind;
 use tokio::time::MissedTickBehavior;
 use tracing::{info, warn};
 
-use crate::error::{Error, Result};
-use crate::link_events::{next_change, LinkWatch};
-use crate::lock::DirLock;
+use agent_runtime::link_events::{next_change, LinkWatch};
+use agent_runtime::lock::DirLock;
+use agent_runtime::runtime;
+pub use agent_runtime::{error, Error, Result};
 pub use enact::Options;
 use enact::{Handler, Synced};
 use state_report::StateReport;
@@ -81,16 +92,16 @@ pub fn run(opts: &Options) -> Result<()> {
     {
         warn!("an apply was interrupted; the node was put back as it was before: {restored}");
     }
-    let runtime = crate::runtime::current_thread_runtime()?;
+    let runtime = runtime::current_thread_runtime()?;
     let result = runtime.block_on(serve(opts, &mark));
     runtime.shutdown_background();
     result
 }
 
 async fn serve(opts: &Options, mark: &Path) -> Result<()> {
-    let mut term = crate::runtime::catch(SignalKind::terminate(), "handling SIGTERM")?;
-    let mut int = crate::runtime::catch(SignalKind::interrupt(), "handling SIGINT")?;
-    let client = crate::runtime::api_client().await?;
+    let mut term = runtime::catch(SignalKind::terminate(), "handling SIGTERM")?;
+    let mut int = runtime::catch(SignalKind::interrupt(), "handling SIGINT")?;
+    let client = runtime::api_client().await?;
     let handler = Handler::new(client.clone(), opts.clone()).await?;
     let mut report = StateReport::new(&client, &opts.node_name, handler.node_uid());
     let mut seen = Seen::default();
@@ -105,7 +116,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         Ok::<(), Error>(())
     };
     tokio::select! {
-        () = crate::runtime::stop_signal(&mut term, &mut int) => return Ok(()),
+        () = runtime::stop_signal(&mut term, &mut int) => return Ok(()),
         done = started => { done?; }
     }
     std::fs::write(mark, b"").map_err(|e| Error::io("writing", mark, e))?;
@@ -135,7 +146,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         };
         loop {
             tokio::select! {
-                () = crate::runtime::stop_signal(&mut term, &mut int) => {
+                () = runtime::stop_signal(&mut term, &mut int) => {
                     info!("stopping");
                     return Ok(());
                 }
