@@ -2,40 +2,13 @@
 //! not be undone put back first, the change made (journal first), probed, then kept or rolled
 //! back; what may pass next time is tried again after a wait that `transitions::retry` chooses.
 
-use std::fmt;
-
 use kube::api::DynamicObject;
 use nmstate_netlink::DesiredState;
 use tracing::warn;
 
 use super::enact::Handler;
 use super::probes::{self, Probe};
-use super::transitions::{self, Started, TRIES};
-
-/// Why an apply did not keep its change: the enactment's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApplyError {
-    /// Nothing was changed, and trying again cannot help.
-    Refused(String),
-    /// A probe failed and the change was rolled back: not tried again, as the probe already
-    /// kept the node cut off for its whole timeout.
-    Probe(String),
-    /// The change failed (and was rolled back): worth another try.
-    Failed(String),
-    /// Putting the node back failed: nothing more is tried until the journal is restored.
-    RollbackFailed(String),
-}
-
-impl fmt::Display for ApplyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ApplyError::Refused(m) => write!(f, "refused: {m}"),
-            ApplyError::Probe(m) | ApplyError::Failed(m) | ApplyError::RollbackFailed(m) => {
-                f.write_str(m)
-            }
-        }
-    }
-}
+use super::transitions::{self, ApplyError, Started, TRIES};
 
 impl Handler {
     /// Applies, trying again what `transitions::retry` says may pass next time.

@@ -36,11 +36,36 @@
 //! | release, this node a holder                                  | the holders without it                 | `the_slot_freed` |
 //! | release, this node no holder                                 | nothing written                        | `a_slot_not_held_is_not_freed` |
 
+use std::fmt;
 use std::time::Duration;
 
 use super::conditions::Enactment;
 use super::rollout;
-use super::transaction::ApplyError;
+
+/// Why an apply did not keep its change: the enactment's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyError {
+    /// Nothing was changed, and trying again cannot help.
+    Refused(String),
+    /// A probe failed and the change was rolled back: not tried again, as the probe already
+    /// kept the node cut off for its whole timeout.
+    Probe(String),
+    /// The change failed (and was rolled back): worth another try.
+    Failed(String),
+    /// Putting the node back failed: nothing more is tried until the journal is restored.
+    RollbackFailed(String),
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyError::Refused(m) => write!(f, "refused: {m}"),
+            ApplyError::Probe(m) | ApplyError::Failed(m) | ApplyError::RollbackFailed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
 
 /// Upstream's: five tries, the waits doubling from 1 s to at most 30 s.
 pub const TRIES: u32 = 5;
