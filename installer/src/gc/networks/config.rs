@@ -10,7 +10,7 @@ use cni_common::env::validate_network_name;
 use cni_common::version::SpecVersion;
 use serde_json::{Map, Value};
 
-use super::conf_dir::{conf_files, read_object};
+use super::files::{conf_files, read_object};
 
 /// How a config is read.
 #[derive(Clone, Copy)]

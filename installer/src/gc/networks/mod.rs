@@ -8,6 +8,7 @@
 
 mod conf_dir;
 mod config;
+mod files;
 mod nad;
 #[cfg(test)]
 mod testing;
