@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
 use super::{containers, degraded_anew, is_true, next_status, write, Health, Report, Rollout};
-use super::{AVAILABLE, PROGRESSING};
+use super::{Reason, AVAILABLE, PROGRESSING};
 use crate::context::Ctx;
 use crate::desired::{Desired, Failure};
 use crate::error::Result;
@@ -120,7 +120,7 @@ fn failure_report(
 ) -> Report {
     Report {
         health: Health::Failing {
-            reason: failure.reason.to_string(),
+            reason: failure.reason,
             message: failure.message.clone(),
         },
         generation: nac.meta().generation,
@@ -157,16 +157,16 @@ async fn announce(
                     .normal(nac, events::PROGRESSING, &progressing.join("\n"), now)
                     .await;
             }
-            if !hung.is_empty() && degraded_anew(before, "RolloutHung") {
+            if !hung.is_empty() && degraded_anew(before, Reason::RolloutHung) {
                 tracing::warn!(objects = ?hung, "a rollout is not making progress");
                 ctx.events
-                    .failed(nac, "RolloutHung", &hung.join("\n"), now)
+                    .failed(nac, Reason::RolloutHung.as_str(), &hung.join("\n"), now)
                     .await;
             }
         }
         Health::Failing { reason, message } => {
-            if degraded_anew(before, reason) {
-                ctx.events.failed(nac, reason, message, now).await;
+            if degraded_anew(before, *reason) {
+                ctx.events.failed(nac, reason.as_str(), message, now).await;
             }
         }
     }
