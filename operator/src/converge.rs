@@ -12,6 +12,7 @@ use kube::api::DynamicObject;
 use crate::apply::{self, settled, Applied, Identity, Live};
 use crate::context::Ctx;
 use crate::desired::{Desired, Failure};
+use crate::status::Reason;
 
 /// What a converge did, and the DaemonSets and Deployments as last seen (listed, or returned by
 /// their apply), for the rollout report.
@@ -38,7 +39,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         let now = if apply::kind_of(object).is_ok_and(|k| k.keep) {
             read = apply::read_live(&ctx.client, object)
                 .await
-                .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+                .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
             read.as_ref()
         } else {
             live.get(&id).copied()
@@ -51,7 +52,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         }
         let (how, applied) = apply::apply(&ctx.client, object, &ctx.ours)
             .await
-            .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+            .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
         log_applied(&id, how);
         out.applied += 1;
         if id.api_version == "apps/v1" {
@@ -70,7 +71,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
     out.deleted = deleted.deleted.len();
     if !deleted.errors.is_empty() {
         return Err(Failure::new(
-            "FailedToDeleteObjects",
+            Reason::FailedToDeleteObjects,
             deleted.errors.join("\n"),
         ));
     }
@@ -82,7 +83,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
     {
         let (how, _) = apply::apply(&ctx.client, &desired.record, &ctx.ours)
             .await
-            .map_err(|e| Failure::new("FailedToApply", e.to_string()))?;
+            .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
         log_applied(&Identity::of(&desired.record), how);
         out.applied += 1;
     }

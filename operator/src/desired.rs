@@ -18,6 +18,7 @@ use crate::render::common::relationship_labels;
 use crate::render::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
+use crate::status::Reason;
 use crate::validate;
 
 /// The record of the last applied spec (defaults filled), upstream's name and key.
@@ -27,12 +28,12 @@ pub const APPLIED_KEY: &str = "applied";
 /// Why a spec is not applied: the reason of the Degraded condition, and its message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    pub reason: &'static str,
+    pub reason: Reason,
     pub message: String,
 }
 
 impl Failure {
-    pub fn new(reason: &'static str, message: impl Into<String>) -> Failure {
+    pub fn new(reason: Reason, message: impl Into<String>) -> Failure {
         Failure {
             reason,
             message: message.into(),
@@ -66,13 +67,13 @@ pub async fn desired_state(
         (ctx.prefix)(),
     )
     .await?;
-    let rendering = |e: Error| Failure::new("FailedToRender", e.to_string());
+    let rendering = |e: Error| Failure::new(Reason::FailedToRender, e.to_string());
     let cluster = ClusterInfo::detect(&ctx.client, &ctx.settings.namespace)
         .await
         .map_err(rendering)?;
     let (objects, record) =
         objects_for(nac, &applied, &ctx.settings, &cluster, Some(owner)).map_err(rendering)?;
-    let record = record.ok_or_else(|| Failure::new("FailedToRender", "no applied record"))?;
+    let record = record.ok_or_else(|| Failure::new(Reason::FailedToRender, "no applied record"))?;
     Ok(Desired {
         applied,
         previous,
@@ -93,17 +94,20 @@ pub async fn applied_spec(
 ) -> std::result::Result<(Option<NetworkAddonsConfigSpec>, NetworkAddonsConfigSpec), Failure> {
     let errors = validate::validate(spec);
     if !errors.is_empty() {
-        return Err(Failure::new("FailedToValidate", validate::message(&errors)));
+        return Err(Failure::new(
+            Reason::FailedToValidate,
+            validate::message(&errors),
+        ));
     }
     let previous = read_applied(client, namespace)
         .await
-        .map_err(|e| Failure::new("FailedToGetPreviousConfigSpec", e.to_string()))?;
+        .map_err(|e| Failure::new(Reason::FailedToGetPreviousConfigSpec, e.to_string()))?;
     let applied = fill_defaults(spec, previous.as_ref(), prefix);
     if let Some(prev) = &previous {
         let unsafe_changes = check_change_safe(prev, &applied);
         if !unsafe_changes.is_empty() {
             return Err(Failure::new(
-                "UnsafeChange",
+                Reason::UnsafeChange,
                 format!(
                     "not applying an unsafe change:\n{}",
                     unsafe_changes.join("\n")

@@ -11,7 +11,7 @@ pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod context;
-pub mod converge;
+mod converge;
 pub mod crd;
 pub mod defaults;
 pub mod desired;

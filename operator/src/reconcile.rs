@@ -1,7 +1,8 @@
 //! The controller: one reconcile of the NetworkAddonsConfig named `cluster`, as a list of steps:
 //! the desired state ([`crate::desired`]: validate, defaults from the previous spec, render),
 //! converge the cluster to it writing only what differs ([`crate::converge`]), the rollouts'
-//! progress ([`crate::progress`]), and the status and events that follow from what was observed.
+//! progress ([`crate::progress`]), and publish what was found: the status, metrics and events
+//! ([`crate::status::publish`]).
 //!
 //! A failure to validate, read the previous spec, render, apply or delete is reported as
 //! Degraded with its reason (and a Warning event when that is news), and the reconcile is
@@ -35,10 +36,10 @@ use crate::error::{describe, Error, Result};
 use crate::events;
 use crate::labels;
 use crate::metrics;
-use crate::progress::{component_health, progress, Progress};
+use crate::progress::progress;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
-use crate::status::{self, Health, Report, Rollout};
+use crate::status::{publish, Found};
 
 /// Reconciled this often even when nothing changed: undoes drift.
 pub const RESYNC: Duration = Duration::from_secs(60);
@@ -205,7 +206,11 @@ pub async fn reconcile_once(ctx: &Ctx, nac: &NetworkAddonsConfig) -> Result<Acti
     );
     announce_applied(ctx, nac, &desired, now).await;
     let progressing = progress(&ctx.client, &desired.objects, &converged.workloads).await?;
-    report(ctx, nac, &desired, &progressing, now).await?;
+    let found = Found::Rollouts {
+        desired: &desired,
+        progressing: &progressing,
+    };
+    publish(ctx, nac, found, now).await?;
     Ok(Action::requeue(RESYNC))
 }
 
@@ -229,88 +234,6 @@ async fn announce_applied(ctx: &Ctx, nac: &NetworkAddonsConfig, desired: &Desire
     ctx.events.normal(nac, events::MODIFIED, note, now).await;
 }
 
-/// The status that follows from the rollouts observed, written when it changed, with the
-/// metrics and the events of what is news.
-async fn report(
-    ctx: &Ctx,
-    nac: &NetworkAddonsConfig,
-    desired: &Desired,
-    progressing: &[Progress],
-    now: Timestamp,
-) -> Result<()> {
-    // A rollout waiting for an image that cannot be pulled, or for nodes that are down, is not
-    // hung: the status names the image or the nodes, and it goes on as soon as the image can be
-    // had (a mirror, a registry back up) or the nodes return, however long that takes.
-    let tracked: Vec<Rollout> = progressing
-        .iter()
-        .filter(|p| !p.waiting)
-        .map(|p| Rollout {
-            object: p.object.clone(),
-            line: p.line.clone(),
-            fingerprint: p.fingerprint.clone(),
-        })
-        .collect();
-    let hung = ctx
-        .rollouts
-        .observe(&tracked, now, ctx.settings.progress_timeout);
-    let lines: Vec<String> = progressing.iter().map(|p| p.line.clone()).collect();
-    let health = if lines.is_empty() {
-        Health::Available
-    } else {
-        Health::Deploying {
-            progressing: lines.clone(),
-            hung: hung.clone(),
-        }
-    };
-    let report = Report {
-        health: health.clone(),
-        generation: nac.meta().generation,
-        version: ctx.settings.operator_version.clone(),
-        containers: Some(status::containers(&desired.objects)),
-        not_deployed: Some(desired.applied.not_deployed(&desired.cluster)),
-        components: Some(component_health(
-            &desired.applied,
-            &desired.cluster,
-            progressing,
-        )),
-        now,
-    };
-    let before = nac.status.clone().unwrap_or_default();
-    let after = status::next_status(&before, &report);
-    status::write(&ctx.client, nac, &after).await?;
-    ctx.metrics
-        .set_kubemacpool_deployed(desired.applied.kube_mac_pool.is_some());
-    ctx.metrics
-        .set_cr_ready(status::is_true(&after, status::AVAILABLE));
-
-    match health {
-        Health::Available => {
-            if !status::is_true(&before, status::AVAILABLE) {
-                tracing::info!("available");
-                ctx.events
-                    .normal(nac, events::AVAILABLE, "all components are available", now)
-                    .await;
-            }
-        }
-        Health::Deploying { .. } => {
-            if !status::is_true(&before, status::PROGRESSING) {
-                tracing::info!(objects = lines.len(), "progressing");
-                ctx.events
-                    .normal(nac, events::PROGRESSING, &lines.join("\n"), now)
-                    .await;
-            }
-            if !hung.is_empty() && status::degraded_anew(&before, "RolloutHung") {
-                tracing::warn!(objects = ?hung, "a rollout is not making progress");
-                ctx.events
-                    .failed(nac, "RolloutHung", &hung.join("\n"), now)
-                    .await;
-            }
-        }
-        Health::Failing { .. } => {}
-    }
-    Ok(())
-}
-
 /// Reports a failure: Degraded with its reason, a Warning event when Degraded was not already
 /// True for this reason, and the error to retry on.
 async fn fail(
@@ -319,29 +242,9 @@ async fn fail(
     failure: Failure,
     now: Timestamp,
 ) -> Result<Action> {
+    tracing::warn!(reason = %failure.reason, detail = ?failure.message, "configuration not applied");
+    publish(ctx, nac, Found::Failure(&failure), now).await?;
     let Failure { reason, message } = failure;
-    tracing::warn!(%reason, detail = ?message, "configuration not applied");
-    let report = Report {
-        health: Health::Failing {
-            reason: reason.to_string(),
-            message: message.clone(),
-        },
-        generation: nac.meta().generation,
-        version: ctx.settings.operator_version.clone(),
-        containers: None,
-        not_deployed: None,
-        components: None,
-        now,
-    };
-    ctx.metrics.set_cr_ready(false);
-    let before = nac.status.clone().unwrap_or_default();
-    let after = status::next_status(&before, &report);
-    if let Err(e) = status::write(&ctx.client, nac, &after).await {
-        tracing::warn!(error = %e, "status not written");
-    }
-    if status::degraded_anew(&before, reason) {
-        ctx.events.failed(nac, reason, &message, now).await;
-    }
     Err(Error::NotApplied {
         reason: reason.to_string(),
         message,

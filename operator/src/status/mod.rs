@@ -9,7 +9,7 @@
 //!
 //! This file holds the status as a pure function of what was observed; `workloads` the readiness
 //! rules and the diagnosis of what a rollout waits for, `rollouts` the clock of hung rollouts,
-//! `write` the status write.
+//! `write` the status write, `publish` the end of a reconcile: status, metrics and events.
 
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::jiff::Timestamp;
@@ -17,10 +17,14 @@ use serde_json::Value;
 
 use crate::spec::{Condition, ContainerImage, NetworkAddonsConfigStatus, NotDeployed};
 
+mod publish;
+mod reason;
 mod rollouts;
 mod workloads;
 mod write;
 
+pub use publish::{publish, Found};
+pub use reason::Reason;
 pub use rollouts::{Rollout, RolloutTracker};
 pub use workloads::{daemonset_progress, deployment_progress, image_pull_problems, nodes_down};
 pub use write::write;
@@ -29,17 +33,11 @@ pub const AVAILABLE: &str = "Available";
 pub const PROGRESSING: &str = "Progressing";
 pub const DEGRADED: &str = "Degraded";
 
-/// The failures only a change of the spec resolves: reported as an invalid configuration that
-/// needs human interaction. Every other failure is retried by the operator.
-pub const NEEDS_A_SPEC_CHANGE: [&str; 2] = ["FailedToValidate", "UnsafeChange"];
-
 /// What this reconcile found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Health {
-    /// The configuration could not be applied: `reason` is one of `FailedToValidate`,
-    /// `UnsafeChange`, `FailedToGetPreviousConfigSpec`, `FailedToRender`, `FailedToApply`,
-    /// `FailedToDeleteObjects`.
-    Failing { reason: String, message: String },
+    /// The configuration could not be applied, for `reason` (any but `RolloutHung`).
+    Failing { reason: Reason, message: String },
     /// Objects still rolling out, one line each; `hung` names those that have not changed for
     /// the progress timeout.
     Deploying {
@@ -102,17 +100,17 @@ fn is_component_condition(type_: &str) -> bool {
     type_ != AVAILABLE && type_.ends_with(AVAILABLE)
 }
 
-/// The components' conditions as (type, (status, reason, message)).
-fn component_conditions(components: &[ComponentHealth]) -> Vec<(String, (String, String, String))> {
+/// The components' conditions.
+fn component_conditions(components: &[ComponentHealth]) -> Vec<Stated> {
     components
         .iter()
         .map(|c| {
-            let value = match (&c.not_deployed, c.progressing.is_empty()) {
-                (Some(why), _) => cond(false, &why.reason, &why.message),
-                (None, false) => cond(false, "Deploying", &c.progressing.join("\n")),
-                (None, true) => cond(true, "AsExpected", ""),
-            };
-            (component_condition_type(&c.key), value)
+            let type_ = component_condition_type(&c.key);
+            match (&c.not_deployed, c.progressing.is_empty()) {
+                (Some(why), _) => cond(&type_, false, &why.reason, &why.message),
+                (None, false) => cond(&type_, false, "Deploying", &c.progressing.join("\n")),
+                (None, true) => cond(&type_, true, "AsExpected", ""),
+            }
         })
         .collect()
 }
@@ -125,74 +123,81 @@ pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkA
         .not_deployed
         .clone()
         .unwrap_or_else(|| old.not_deployed.clone());
-    let (available, progressing, degraded) = match &report.health {
-        Health::Failing { reason, message } if NEEDS_A_SPEC_CHANGE.contains(&reason.as_str()) => (
-            cond(false, "Failing", "Unable to apply desired configuration"),
+    let mut all: Vec<Stated> = match &report.health {
+        Health::Failing { reason, message } if reason.needs_a_spec_change() => vec![
             cond(
+                AVAILABLE,
+                false,
+                "Failing",
+                "Unable to apply desired configuration",
+            ),
+            cond(
+                PROGRESSING,
                 false,
                 "InvalidConfiguration",
                 "Human interaction is needed: see the Degraded condition",
             ),
-            cond(true, reason, message),
-        ),
-        Health::Failing { reason, message } => (
-            cond(false, "Failing", "Unable to apply desired configuration"),
-            cond(false, "Failing", &format!("Retrying: {message}")),
-            cond(true, reason, message),
-        ),
-        Health::Deploying { progressing, hung } if !hung.is_empty() => (
-            cond(false, "Failing", "A rollout is not making progress"),
-            cond(true, "Deploying", &progressing.join("\n")),
-            cond(true, "RolloutHung", &hung.join("\n")),
-        ),
-        Health::Deploying { progressing, .. } => (
-            cond(false, "Startup", "Components are being deployed"),
-            cond(true, "Deploying", &progressing.join("\n")),
-            cond(false, "AsExpected", ""),
-        ),
-        Health::Available => (
-            cond(true, "AsExpected", &available_message(&not_deployed)),
-            cond(false, "AsExpected", ""),
-            cond(false, "AsExpected", ""),
-        ),
+            cond(DEGRADED, true, reason.as_str(), message),
+        ],
+        Health::Failing { reason, message } => vec![
+            cond(
+                AVAILABLE,
+                false,
+                "Failing",
+                "Unable to apply desired configuration",
+            ),
+            cond(
+                PROGRESSING,
+                false,
+                "Failing",
+                &format!("Retrying: {message}"),
+            ),
+            cond(DEGRADED, true, reason.as_str(), message),
+        ],
+        Health::Deploying { progressing, hung } if !hung.is_empty() => vec![
+            cond(
+                AVAILABLE,
+                false,
+                "Failing",
+                "A rollout is not making progress",
+            ),
+            cond(PROGRESSING, true, "Deploying", &progressing.join("\n")),
+            cond(
+                DEGRADED,
+                true,
+                Reason::RolloutHung.as_str(),
+                &hung.join("\n"),
+            ),
+        ],
+        Health::Deploying { progressing, .. } => vec![
+            cond(AVAILABLE, false, "Startup", "Components are being deployed"),
+            cond(PROGRESSING, true, "Deploying", &progressing.join("\n")),
+            cond(DEGRADED, false, "AsExpected", ""),
+        ],
+        Health::Available => vec![
+            cond(
+                AVAILABLE,
+                true,
+                "AsExpected",
+                &available_message(&not_deployed),
+            ),
+            cond(PROGRESSING, false, "AsExpected", ""),
+            cond(DEGRADED, false, "AsExpected", ""),
+        ],
     };
     let now = format_time(report.now);
-    let mut all: Vec<(String, (String, String, String))> = vec![
-        (AVAILABLE.to_string(), available),
-        (PROGRESSING.to_string(), progressing),
-        (DEGRADED.to_string(), degraded),
-    ];
     match &report.components {
         Some(components) => all.extend(component_conditions(components)),
         None => all.extend(
             old.conditions
                 .iter()
                 .filter(|c| is_component_condition(&c.type_))
-                .map(|c| {
-                    let value = (c.status.clone(), c.reason.clone(), c.message.clone());
-                    (c.type_.clone(), value)
-                }),
+                .map(Stated::kept),
         ),
     }
     let conditions = all
         .into_iter()
-        .map(|(type_, (status, reason, message))| {
-            let previous = old.conditions.iter().find(|c| c.type_ == type_);
-            let last_transition_time = match previous {
-                Some(p) if p.status == status && p.last_transition_time.is_some() => {
-                    p.last_transition_time.clone()
-                }
-                _ => Some(now.clone()),
-            };
-            Condition {
-                type_,
-                status,
-                reason,
-                message,
-                last_heartbeat_time: Some(now.clone()),
-                last_transition_time,
-            }
-        })
+        .map(|stated| stated.at(&now, &old.conditions))
         .collect();
     NetworkAddonsConfigStatus {
         operator_version: Some(report.version.clone()),
@@ -212,9 +217,54 @@ pub fn next_status(old: &NetworkAddonsConfigStatus, report: &Report) -> NetworkA
     }
 }
 
-fn cond(status: bool, reason: &str, message: &str) -> (String, String, String) {
+/// A condition as this reconcile states it, before its times.
+struct Stated {
+    type_: String,
+    status: String,
+    reason: String,
+    message: String,
+}
+
+impl Stated {
+    /// A component's condition as the status has it, when nothing new is known of it.
+    fn kept(c: &Condition) -> Stated {
+        Stated {
+            type_: c.type_.clone(),
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        }
+    }
+
+    /// The condition with its heartbeat `now`, and its transition time kept from the condition
+    /// of its type in `old` when its status did not change.
+    fn at(self, now: &str, old: &[Condition]) -> Condition {
+        let previous = old.iter().find(|c| c.type_ == self.type_);
+        let last_transition_time = match previous {
+            Some(p) if p.status == self.status && p.last_transition_time.is_some() => {
+                p.last_transition_time.clone()
+            }
+            _ => Some(now.to_string()),
+        };
+        Condition {
+            type_: self.type_,
+            status: self.status,
+            reason: self.reason,
+            message: self.message,
+            last_heartbeat_time: Some(now.to_string()),
+            last_transition_time,
+        }
+    }
+}
+
+fn cond(type_: &str, status: bool, reason: &str, message: &str) -> Stated {
     let status = if status { "True" } else { "False" };
-    (status.to_string(), reason.to_string(), message.to_string())
+    Stated {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+    }
 }
 
 fn available_message(not_deployed: &[NotDeployed]) -> String {
@@ -261,11 +311,11 @@ pub fn is_true(status: &NetworkAddonsConfigStatus, type_: &str) -> bool {
 
 /// Whether reporting Degraded with `reason` is news: Degraded was not True, or was True for
 /// another reason. A Warning event is recorded only then.
-pub fn degraded_anew(before: &NetworkAddonsConfigStatus, reason: &str) -> bool {
+pub fn degraded_anew(before: &NetworkAddonsConfigStatus, reason: Reason) -> bool {
     !before
         .conditions
         .iter()
-        .any(|c| c.type_ == DEGRADED && c.status == "True" && c.reason == reason)
+        .any(|c| c.type_ == DEGRADED && c.status == "True" && c.reason == reason.as_str())
 }
 
 /// Every container and init container of every DaemonSet and Deployment in `objects`.
@@ -421,7 +471,7 @@ mod tests {
         let first = next_status(&NetworkAddonsConfigStatus::default(), &r);
         let failing = report(
             Health::Failing {
-                reason: "FailedToValidate".to_string(),
+                reason: Reason::FailedToValidate,
                 message: "invalid configuration:\nx".to_string(),
             },
             60,
@@ -456,7 +506,7 @@ mod tests {
             &NetworkAddonsConfigStatus::default(),
             &report(
                 Health::Failing {
-                    reason: "FailedToValidate".to_string(),
+                    reason: Reason::FailedToValidate,
                     message: "invalid configuration:\nx".to_string(),
                 },
                 0,
@@ -477,7 +527,7 @@ mod tests {
             &NetworkAddonsConfigStatus::default(),
             &report(
                 Health::Failing {
-                    reason: "FailedToApply".to_string(),
+                    reason: Reason::FailedToApply,
                     message: "apply DaemonSet ns/a: connection refused".to_string(),
                 },
                 0,
@@ -497,12 +547,12 @@ mod tests {
 
     #[test]
     fn degraded_is_news_when_it_turns_true_or_changes_reason() {
-        let failing = |reason: &str| {
+        let failing = |reason: Reason| {
             next_status(
                 &NetworkAddonsConfigStatus::default(),
                 &report(
                     Health::Failing {
-                        reason: reason.to_string(),
+                        reason,
                         message: "m".to_string(),
                     },
                     0,
@@ -511,18 +561,21 @@ mod tests {
         };
         assert!(degraded_anew(
             &NetworkAddonsConfigStatus::default(),
-            "FailedToApply"
+            Reason::FailedToApply
         ));
-        assert!(!degraded_anew(&failing("FailedToApply"), "FailedToApply"));
+        assert!(!degraded_anew(
+            &failing(Reason::FailedToApply),
+            Reason::FailedToApply
+        ));
         assert!(degraded_anew(
-            &failing("FailedToApply"),
-            "FailedToDeleteObjects"
+            &failing(Reason::FailedToApply),
+            Reason::FailedToDeleteObjects
         ));
         let available = next_status(
             &NetworkAddonsConfigStatus::default(),
             &report(Health::Available, 0),
         );
-        assert!(degraded_anew(&available, "FailedToApply"));
+        assert!(degraded_anew(&available, Reason::FailedToApply));
     }
 
     #[test]
