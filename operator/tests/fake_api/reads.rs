@@ -1,4 +1,5 @@
-//! GET of one object, and LIST filtered by label and field selectors.
+//! GET of one object, and LIST filtered by label and field selectors (its items without their
+//! type, as the API server lists them).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ impl State {
             .map(|(_, v)| v)
             .filter(|v| selector_matches(&labels, &v["metadata"]["labels"]))
             .filter(|v| field_selector_matches(&fields, v))
-            .cloned()
+            .map(without_type)
             .collect();
         (
             200,
@@ -43,4 +44,15 @@ impl State {
             None => not_found(t, name),
         }
     }
+}
+
+/// A list's item as the API server returns it: without `apiVersion` and `kind`, which only
+/// the list carries.
+fn without_type(object: &Value) -> Value {
+    let mut item = object.clone();
+    if let Some(fields) = item.as_object_mut() {
+        fields.remove("apiVersion");
+        fields.remove("kind");
+    }
+    item
 }
