@@ -140,22 +140,8 @@ impl Error {
     }
 }
 
-/// `err` and each of its sources, joined with ": ", on one line whatever the causes said (a
-/// plugin's stderr may span lines). A cause that the error above it already printed (as some
-/// libraries' errors do) is not repeated.
-pub fn report(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !line.ends_with(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = cause.source();
-    }
-    line.replace('\n', " ")
-}
+/// `err` and each of its sources on one line, as the node's shared pieces print theirs.
+pub use agent_runtime::error::report;
 
 /// Why a plugin's answer to CNI_COMMAND=VERSION was not one.
 #[derive(Debug, thiserror::Error)]
