@@ -99,6 +99,9 @@ pub struct Attachment {
 
 impl<T: DeserializeOwned> NetConf<T> {
     /// Decodes stdin; a type mismatch is a decoding error (code 6) that names the problem.
+    /// It decodes the bytes rather than a `Value` decoded from them: so the message places a
+    /// wrong field by line and column, and a key given twice is refused (a `Value` keeps the
+    /// last).
     /// The IPAM plugin's name is checked here, before any verb touches the node: it is exec'd
     /// as root, so it may only name a file on CNI_PATH.
     pub fn parse(stdin: &[u8]) -> Result<NetConf<T>> {
@@ -269,6 +272,18 @@ mod tests {
             let e = NetConf::<Plugin>::parse(bad.as_bytes()).expect_err(bad);
             assert_eq!(e.code(), Code::Decoding, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_wrong_type_is_placed_by_line_and_column() {
+        let e = NetConf::<Plugin>::parse(b"{\"name\":\"n\",\n\"mtu\":\"big\"}").expect_err("mtu");
+        assert!(e.msg().contains(" at line 2 column "), "{}", e.msg());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_a_decoding_error() {
+        let e = NetConf::<Plugin>::parse(br#"{"name":"n","name":"m"}"#).expect_err("twice");
+        assert_eq!(e.code(), Code::Decoding, "{}", e.msg());
     }
 
     #[test]

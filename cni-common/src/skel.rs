@@ -145,48 +145,72 @@ pub fn dispatch<P: Plugin>(
     get: impl Fn(&str) -> Option<String>,
     stdin: &[u8],
 ) -> Outcome {
+    let input = Input::decode(stdin);
     if get("CNI_COMMAND").as_deref() == Some("VERSION") {
-        return Outcome::success(version_reply(stdin));
+        return Outcome::success(version_reply(&input));
     }
-    // The config's version is wanted in error objects even when something else fails first.
-    let peeked = peek_version(stdin);
-    match handle(plugin, get, stdin) {
+    match handle(plugin, get, &input) {
         Ok(stdout) => Outcome::success(stdout),
-        Err(e) => Outcome::error(&e, peeked.as_deref()),
+        // The config's version is wanted in error objects even when something else fails first.
+        Err(e) => Outcome::error(&e, input.version.as_deref()),
+    }
+}
+
+/// stdin, decoded once: the JSON value serves the VERSION reply, the version of error objects
+/// and the checks before the typed config; the bytes serve the typed config and delegates.
+struct Input<'a> {
+    bytes: &'a [u8],
+    json: serde_json::Result<Value>,
+    /// `cniVersion`, when the input is JSON and it is a string.
+    version: Option<String>,
+}
+
+impl<'a> Input<'a> {
+    fn decode(bytes: &'a [u8]) -> Input<'a> {
+        let json: serde_json::Result<Value> = serde_json::from_slice(bytes);
+        let version = json
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("cniVersion")?.as_str());
+        Input {
+            bytes,
+            version: version.map(str::to_string),
+            json,
+        }
     }
 }
 
 /// VERSION answers whatever stdin holds (CRI-O probes with dummy values at config load): it
 /// echoes the input's `cniVersion` when there is a usable one.
-fn version_reply(stdin: &[u8]) -> String {
-    let asked = peek_version(stdin)
+fn version_reply(input: &Input) -> String {
+    let asked = input
+        .version
+        .as_deref()
         .filter(|v| SpecVersion::lookup(v).is_some() && !v.is_empty())
-        .unwrap_or_else(|| SpecVersion::CURRENT.as_str().to_string());
+        .unwrap_or(SpecVersion::CURRENT.as_str());
     let supported: Vec<&str> = SpecVersion::ALL.iter().map(|v| v.as_str()).collect();
     json!({"cniVersion": asked, "supportedVersions": supported}).to_string()
-}
-
-fn peek_version(stdin: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(stdin).ok()?;
-    v.get("cniVersion")?.as_str().map(str::to_string)
 }
 
 fn handle<P: Plugin>(
     plugin: &P,
     get: impl Fn(&str) -> Option<String>,
-    stdin: &[u8],
+    input: &Input,
 ) -> Result<String> {
     let cmd = CmdArgs::from_env(get)?;
-    let raw: Value = serde_json::from_slice(stdin)
+    let raw = input
+        .json
+        .as_ref()
         .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))?;
     if !raw.is_object() {
         return Err(Error::decoding(
             "failed to decode network configuration: not a JSON object",
         ));
     }
-    let version = negotiate_raw(&raw)?;
+    let version = negotiate_raw(raw)?;
     version.require(cmd.command)?;
-    let conf: NetConf<P::Config> = NetConf::parse(stdin)?;
+    // Typed from the bytes, not from `raw`: see NetConf::parse.
+    let conf: NetConf<P::Config> = NetConf::parse(input.bytes)?;
     validate_network_name(&conf.name)?;
     let prev_result = match (&conf.prev_result, cmd.command) {
         (Some(v), Command::Add | Command::Check | Command::Del) if !v.is_null() => {
@@ -199,7 +223,7 @@ fn handle<P: Plugin>(
         conf,
         version,
         prev_result,
-        stdin: stdin.to_vec(),
+        stdin: input.bytes.to_vec(),
     };
     match req.cmd.command {
         Command::Add => {
@@ -212,7 +236,7 @@ fn handle<P: Plugin>(
         Command::Check => plugin.check(&req).map(|()| String::new()),
         Command::Status => plugin.status(&req).map(|()| String::new()),
         Command::Gc => plugin.gc(&req).map(|()| String::new()),
-        Command::Version => Ok(version_reply(stdin)),
+        Command::Version => Ok(version_reply(input)),
     }
 }
 
