@@ -22,6 +22,8 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
                 .to_string(),
         )
     };
+    // Settled: the operator has written what this spec asks for.
+    std::thread::sleep(Duration::from_secs(5));
     // The operator's leader goes first: its pod's going and its successor's coming change the
     // links of the nodes they run on, which the node's state rightly shows. The operator's
     // writes are counted from before it went, so the new leader's first reconcile counts.
@@ -38,7 +40,7 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
     })?;
     ctx.wait_rollout("deployment", OPERATOR)?;
     let replaced = changed_hands.elapsed();
-    // Settled: nothing changes on the node from here.
+    // Settled again: nothing changes on the node from here.
     std::thread::sleep(Duration::from_secs(5));
     let first = version(ctx)?;
     let window = Duration::from_secs(80);
