@@ -1,9 +1,9 @@
-//! What wakes the marker between its ticks: the kernel's link notifications in the agent's
-//! network namespace (RTNLGRP_LINK). A link that appears, goes, or changes its name, kind or
-//! master may change the list of bridges, Linux or Open vSwitch (whose bridges have a netdev
-//! in the kernel too), so the marker lists them again at once instead of at the next tick.
-//! Carrier and flag changes do not. A spurious round costs one listing: the API server is asked
-//! only when the list changed.
+//! What wakes the bridge marker and the nmstate handler between their ticks: the kernel's link
+//! notifications in the agent's network namespace (RTNLGRP_LINK). A link that appears, goes, or
+//! changes its name, kind or master may change the list of bridges, Linux or Open vSwitch
+//! (whose bridges have a netdev in the kernel too), or the node's state, so they look again at
+//! once instead of at the next tick. Carrier and flag changes do not. A spurious round costs
+//! one listing: the API server is asked only when what was listed changed.
 //!
 //! The socket is non-blocking and waited on with tokio's `AsyncFd` rather than read on a
 //! blocking thread: the runtime's one thread never waits in `recv`, and dropping the watch (a

@@ -1,7 +1,8 @@
-//! An exclusive flock(2) on the destination directory itself, held while installing or
-//! uninstalling: several DaemonSets may install into the same directory and share its record.
-//! Locking the directory creates no file, and the kernel releases the lock when the process
-//! dies, even by SIGKILL.
+//! An exclusive flock(2) on a directory itself: the installer holds its destination directory
+//! while installing or uninstalling (several DaemonSets may install into the same directory and
+//! share its record), and the nmstate handler its state directory while it applies. Locking
+//! the directory creates no file, and the kernel releases the lock when the process dies, even
+//! by SIGKILL.
 
 use std::fs::File;
 use std::path::Path;

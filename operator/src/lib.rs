@@ -10,7 +10,7 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
-pub mod context;
+mod context;
 mod converge;
 pub mod crd;
 pub mod defaults;
@@ -23,7 +23,7 @@ pub mod labels;
 mod leader;
 pub mod manifests;
 pub mod metrics;
-pub mod progress;
+mod progress;
 pub mod reconcile;
 pub mod render;
 pub mod settings;
