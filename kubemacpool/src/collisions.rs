@@ -14,7 +14,10 @@
 //! webhook configuration), as upstream counts them.
 //!
 //! Every replica serves the gauge; events come from one, the replica whose allocator identity
-//! sorts first among the live ones, so an object gets one event per collision.
+//! sorts first among the live ones, so an object gets one event per collision. An event's name
+//! is made from the collision it reports ([`event_name`]), so a replica that becomes the
+//! reporter after a failover, and reports again what its peer already reported, is answered
+//! "already exists" instead of adding a second event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
@@ -26,7 +29,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use net_types::MacAddr;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::opt_mode::{Managed, OptMode};
 
@@ -143,6 +146,28 @@ pub fn message(mac: &MacAddr, users: &BTreeSet<User>) -> String {
     format!("MAC {mac}: Collision between {}", names.join(", "))
 }
 
+/// The name of the event that reports `message` on `user`: `<name>.<16 hex digits>`, as
+/// client-go names events, but from a digest of what it reports instead of the time. The same
+/// collision reported twice (by two replicas, one after the other) makes one name; a collision
+/// whose users change makes another, and is reported again.
+pub fn event_name(user: &User, message: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{}\n{}\n{message}", user.label(), user.uid).as_bytes(),
+    );
+    let hex: String = digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    // An event's name is a DNS subdomain of at most 253 characters; an object's name may be
+    // that long already. A cut name must still end in a letter or digit before the dot.
+    let mut name: String = user.name.chars().take(253 - 1 - hex.len()).collect();
+    while name.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
+        name.pop();
+    }
+    format!("{name}.{hex}")
+}
+
 /// One Warning event on each user of a collision.
 pub async fn report(client: &Client, mac: &MacAddr, users: &BTreeSet<User>) {
     let text = message(mac, users);
@@ -151,7 +176,7 @@ pub async fn report(client: &Client, mac: &MacAddr, users: &BTreeSet<User>) {
         let now = Time(Timestamp::now());
         let event = Event {
             metadata: ObjectMeta {
-                generate_name: Some(format!("{}.", user.name)),
+                name: Some(event_name(user, &text)),
                 ..ObjectMeta::default()
             },
             involved_object: ObjectReference {
@@ -188,8 +213,12 @@ pub async fn report(client: &Client, mac: &MacAddr, users: &BTreeSet<User>) {
             count: Some(1),
             ..Event::default()
         };
-        if let Err(e) = events.create(&PostParams::default(), &event).await {
-            warn!(error = %e, user = %user.label(), "recording a {REASON} event");
+        match events.create(&PostParams::default(), &event).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                debug!(user = %user.label(), "{REASON} already reported");
+            }
+            Err(e) => warn!(error = %e, user = %user.label(), "recording a {REASON} event"),
         }
     }
 }
@@ -281,6 +310,43 @@ mod tests {
         assert!(c.has_unreported(), "a look is not a report");
         assert_eq!(c.unreported().len(), 1);
         assert!(!c.has_unreported());
+    }
+
+    #[test]
+    fn the_same_collision_reported_twice_names_one_event() {
+        let users = BTreeSet::from([user("vmi", "a"), user("pod", "b")]);
+        let text = message(&mac("02:00:00:00:00:01"), &users);
+        let first = event_name(&user("vmi", "a"), &text);
+        assert_eq!(first, event_name(&user("vmi", "a"), &text));
+        assert!(
+            first.starts_with("a.") && first.len() == "a.".len() + 16,
+            "{first}"
+        );
+        assert_ne!(
+            first,
+            event_name(&user("pod", "b"), &text),
+            "one event per user"
+        );
+        let more = BTreeSet::from([user("vmi", "a"), user("pod", "b"), user("pod", "c")]);
+        let other = message(&mac("02:00:00:00:00:01"), &more);
+        assert_ne!(
+            first,
+            event_name(&user("vmi", "a"), &other),
+            "new users, a new event"
+        );
+    }
+
+    #[test]
+    fn an_event_name_stays_a_dns_subdomain_for_the_longest_object_names() {
+        let long = format!("{}-{}", "a".repeat(235), "b".repeat(17));
+        let name = event_name(&user("pod", &long), "m");
+        assert!(name.len() <= 253, "{}", name.len());
+        let (base, hex) = name.rsplit_once('.').expect("a dot");
+        assert!(
+            base.ends_with(|c: char| c.is_ascii_alphanumeric()),
+            "{base}"
+        );
+        assert_eq!(hex.len(), 16);
     }
 
     #[test]
