@@ -12,16 +12,26 @@
 //!   its blocks can be claimed again.
 //! - An allocator whose own renewal has failed for [`STOP_AFTER`] stops allocating: the others
 //!   may soon take its blocks.
+//! - Near the range's end, the last free MACs may all sit in other replicas' blocks. An
+//!   allocator that finds no unclaimed block with a free MAC, while others' blocks have some,
+//!   asks for one: it writes `want.<identity>` into [`CLAIMS`] and waits up to
+//!   [`HANDOFF_WAIT`]. Each allocator watches [`CLAIMS`] and, asked, gives back its blocks that
+//!   have a free MAC, none pending and have been quiet for [`QUIET`]
+//!   ([`Pool::take_back_releasable`]). Only when no block anywhere has a free MAC, or none
+//!   came back in time, is the answer `the range is full`, as upstream's.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
 use tracing::{info, warn};
 
@@ -36,6 +46,14 @@ const LEASE_SECONDS: i32 = 15;
 /// a dead allocator answered can still be on its way to etcd.
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 pub const STOP_AFTER: Duration = Duration::from_secs(25);
+/// How long an allocator that asked for a block waits for one to be given back.
+pub const HANDOFF_WAIT: Duration = Duration::from_secs(3);
+/// How long a block must have been unused (no claim, no MAC given) before it is given back:
+/// by then every replica's watch has seen the objects its MACs went to, in milliseconds.
+pub const QUIET: Duration = Duration::from_secs(2);
+/// A request for a block older than this is over (its allocator gave up or died).
+const WANT_FRESH: Duration = Duration::from_secs(10);
+const WANT_PREFIX: &str = "want.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
@@ -145,20 +163,50 @@ impl Claims {
         }
     }
 
-    /// Claims one more block with free MACs for `pool`, or says the range is full.
+    /// Claims one more block with free MACs for `pool`, or says the range is full. When the
+    /// only free MACs are in other replicas' blocks, asks them for one and waits.
     pub async fn claim_block(&self, pool: &Mutex<Pool>) -> Result<Block, ClaimError> {
         let _one = self.claiming.lock().await;
+        let want = self.want_key();
+        let mut asked: Option<Instant> = None;
         loop {
             self.check_fresh()?;
             let live = self.live_allocators(DEAD_AFTER).await?;
             let mut cm = self.claims_map().await?;
             let mut data = cm.data.take().unwrap_or_default();
-            data.retain(|_, holder| live.contains(holder));
+            data.retain(|k, holder| match k.strip_prefix(WANT_PREFIX) {
+                Some(asker) => live.iter().any(|l| l == asker),
+                None => live.contains(holder),
+            });
             let claimed: Vec<Block> = data.keys().filter_map(|k| parse_key(k)).collect();
-            let Some(block) = next_block(&lock(pool), &claimed) else {
-                return Err(ClaimError::RangeFull);
+            let next = next_block(&lock(pool), &claimed);
+            let write = match next {
+                Some(block) => {
+                    data.insert(key(&block), self.identity.clone());
+                    data.remove(&want);
+                    Some(block)
+                }
+                None => {
+                    let others: Vec<Block> = data
+                        .iter()
+                        .filter(|(_, holder)| **holder != self.identity)
+                        .filter_map(|(k, _)| parse_key(k))
+                        .collect();
+                    let elsewhere = others.iter().any(|b| lock(pool).free_in(b) > 0);
+                    if !elsewhere || asked.is_some_and(|t| t.elapsed() >= HANDOFF_WAIT) {
+                        if asked.is_some() {
+                            self.withdraw(&want).await;
+                        }
+                        return Err(ClaimError::RangeFull);
+                    }
+                    if asked.is_some() {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                    data.insert(want.clone(), Timestamp::now().to_string());
+                    None
+                }
             };
-            data.insert(key(&block), self.identity.clone());
             cm.data = Some(data);
             match self
                 .config_maps
@@ -166,12 +214,83 @@ impl Claims {
                 .await
             {
                 Ok(_) => {
-                    lock(pool).add_block(block);
-                    info!(block = %key(&block), "claimed a block");
-                    return Ok(block);
+                    match write {
+                        Some(block) => {
+                            lock(pool).add_block(block);
+                            info!(block = %key(&block), "claimed a block");
+                            return Ok(block);
+                        }
+                        None => {
+                            info!("no unclaimed block has a free MAC: asked the other replicas for one");
+                            asked = Some(Instant::now());
+                        }
+                    }
                 }
                 Err(kube::Error::Api(e)) if e.code == 409 => continue,
                 Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn want_key(&self) -> String {
+        format!("{WANT_PREFIX}{}", self.identity)
+    }
+
+    /// Takes back a request for a block that no one answered in time.
+    async fn withdraw(&self, want: &str) {
+        loop {
+            let mut cm = match self.claims_map().await {
+                Ok(cm) => cm,
+                Err(e) => return warn!(error = %e, "withdrawing the request for a block"),
+            };
+            let mut data = cm.data.take().unwrap_or_default();
+            if data.remove(want).is_none() {
+                return;
+            }
+            cm.data = Some(data);
+            match self
+                .config_maps
+                .replace(CLAIMS, &PostParams::default(), &cm)
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => return warn!(error = %e, "withdrawing the request for a block"),
+            }
+        }
+    }
+
+    /// Watches [`CLAIMS`] and gives blocks back whenever another allocator asks for one.
+    pub async fn give_back_when_asked(&self, pool: &Mutex<Pool>) {
+        let config = watcher::Config::default().fields(&format!("metadata.name={CLAIMS}"));
+        let mut changes = watcher(self.config_maps.clone(), config)
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        loop {
+            match changes.try_next().await {
+                Ok(Some(cm)) => {
+                    let asking = askers(&cm.data.unwrap_or_default(), &self.identity);
+                    if asking.is_empty() {
+                        continue;
+                    }
+                    let blocks = lock(pool).take_back_releasable(Instant::now(), QUIET);
+                    if blocks.is_empty() {
+                        continue;
+                    }
+                    match self.release(&blocks).await {
+                        Ok(()) => info!(blocks = blocks.len(), ?asking, "gave blocks back"),
+                        Err(e) => {
+                            warn!(error = %e, "giving blocks back; kept");
+                            let mut pool = lock(pool);
+                            for b in blocks {
+                                pool.add_block(b);
+                            }
+                        }
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => warn!(error = %e, "watching {CLAIMS}"),
             }
         }
     }
@@ -269,6 +388,19 @@ fn key(b: &Block) -> String {
     format!("{:012x}-{:012x}", b.start, b.end)
 }
 
+/// The other allocators asking for a block now.
+fn askers(data: &BTreeMap<String, String>, me: &str) -> Vec<String> {
+    let now = Timestamp::now();
+    data.iter()
+        .filter_map(|(k, at)| {
+            let asker = k.strip_prefix(WANT_PREFIX)?;
+            let at: Timestamp = at.parse().ok()?;
+            let fresh = now.duration_since(at) < SignedDuration::try_from(WANT_FRESH).ok()?;
+            (asker != me && fresh).then(|| asker.to_string())
+        })
+        .collect()
+}
+
 fn parse_key(k: &str) -> Option<Block> {
     let (s, e) = k.split_once('-')?;
     Some(Block {
@@ -325,6 +457,37 @@ mod tests {
             end: 0x0200_0000_00ff,
         };
         assert_eq!(next_block(&p, &[wide]), None);
+    }
+
+    #[test]
+    fn a_fresh_request_of_another_allocator_is_answered() {
+        let data = BTreeMap::from([
+            ("want.b".to_string(), Timestamp::now().to_string()),
+            ("020000000000-020000000000".to_string(), "b".to_string()),
+        ]);
+        assert_eq!(askers(&data, "a"), vec!["b".to_string()]);
+        assert!(
+            askers(&data, "b").is_empty(),
+            "its own request is not answered"
+        );
+    }
+
+    #[test]
+    fn a_stale_or_unreadable_request_is_not_answered() {
+        let old = Timestamp::now() - SignedDuration::from_secs(60);
+        let data = BTreeMap::from([
+            ("want.b".to_string(), old.to_string()),
+            ("want.c".to_string(), "yesterday".to_string()),
+        ]);
+        assert!(askers(&data, "a").is_empty());
+    }
+
+    #[test]
+    fn a_request_is_not_read_as_a_block() {
+        assert_eq!(
+            parse_key("want.kubemacpool-mac-controller-manager-1-ab"),
+            None
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{info, warn};
 
 use crate::certs::{self, ServingCerts};
-use crate::claims::Claims;
+use crate::claims::{self, Claims};
 use crate::cli::ManagerArgs;
 use crate::pool::Pool;
 use crate::range::MacRange;
@@ -25,8 +25,6 @@ use crate::{random_u64, server, watch};
 
 /// How long a stopping replica keeps serving while its endpoint is taken out of the Service.
 const UNREADY_GRACE: Duration = Duration::from_secs(5);
-/// How long after its last answer a stopping replica keeps its blocks.
-const SEEN_BY_OTHERS: Duration = Duration::from_secs(2);
 /// The Deployment the operator runs the manager in.
 const MANAGER_DEPLOYMENT: &str = "kubemacpool-mac-controller-manager";
 
@@ -79,6 +77,10 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
         let shared = shared.clone();
         tokio::spawn(async move { shared.claims.keep_renewing().await });
     }
+    {
+        let shared = shared.clone();
+        tokio::spawn(async move { shared.claims.give_back_when_asked(&shared.pool).await });
+    }
     tokio::spawn(claim_first_block(shared.clone()));
     tokio::spawn(log_when_ready(shared.clone()));
 
@@ -111,7 +113,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     server::drained(&shared, Duration::from_secs(10)).await;
     // The objects of the last admissions are stored by now; the other replicas' watches get
     // them within milliseconds. Give them that before they may claim these blocks.
-    tokio::time::sleep(SEEN_BY_OTHERS).await;
+    tokio::time::sleep(claims::QUIET).await;
     if let Err(e) = shared.claims.retire(&shared.pool).await {
         warn!(error = %e, "giving back the blocks; they free themselves once the Lease expires");
     }

@@ -51,6 +51,9 @@ pub struct Pool {
     wait_time: Duration,
     /// This replica's claimed blocks, by start.
     blocks: BTreeMap<u64, Block>,
+    /// When each block was claimed or last gave a MAC, by start: a block is given back to
+    /// another replica only once it has been quiet for a while.
+    last_used: HashMap<u64, Instant>,
     cursor: u64,
 }
 
@@ -65,6 +68,7 @@ impl Pool {
             pending: HashMap::new(),
             wait_time,
             blocks: BTreeMap::new(),
+            last_used: HashMap::new(),
             cursor: range.start() + seed % range.span(),
         }
     }
@@ -92,7 +96,7 @@ impl Pool {
             .copied()
             .collect();
         for b in &outside {
-            self.blocks.remove(&b.start);
+            self.remove_block(b);
         }
         outside
     }
@@ -170,11 +174,41 @@ impl Pool {
     }
 
     pub fn add_block(&mut self, block: Block) {
+        self.add_block_at(block, Instant::now());
+    }
+
+    fn add_block_at(&mut self, block: Block, now: Instant) {
         self.blocks.insert(block.start, block);
+        self.last_used.insert(block.start, now);
     }
 
     pub fn remove_block(&mut self, block: &Block) {
         self.blocks.remove(&block.start);
+        self.last_used.remove(&block.start);
+    }
+
+    /// Takes out of this replica's blocks the ones another replica may have, when it asks
+    /// because the range has no unclaimed block with a free MAC: those with a free MAC, none
+    /// pending (handed out here, not yet seen stored) and unused for `quiet` (so the other's
+    /// watch has seen every object given a MAC from them). The caller gives them back.
+    pub fn take_back_releasable(&mut self, now: Instant, quiet: Duration) -> Vec<Block> {
+        let releasable: Vec<Block> = self
+            .blocks
+            .values()
+            .filter(|b| {
+                self.free_in(b) > 0
+                    && !self.pending.keys().any(|n| (b.start..=b.end).contains(n))
+                    && self
+                        .last_used
+                        .get(&b.start)
+                        .is_none_or(|t| now.saturating_duration_since(*t) >= quiet)
+            })
+            .copied()
+            .collect();
+        for b in &releasable {
+            self.remove_block(b);
+        }
+        releasable
     }
 
     /// MACs requested by an object being admitted: held until it is seen stored (or the wait
@@ -217,6 +251,9 @@ impl Pool {
         if !dry_run {
             for n in &found {
                 self.pending.insert(*n, now + self.wait_time);
+                if let Some((start, _)) = self.blocks.range(..=*n).next_back() {
+                    self.last_used.insert(*start, now);
+                }
             }
             if let Some(last) = found.last() {
                 self.cursor = last + 1;
@@ -463,6 +500,96 @@ mod tests {
         assert_eq!(dropped.len(), 1);
         assert!(pool.blocks().is_empty());
         assert_eq!(pool.holder_count(mac("02:00:00:00:00:05")), 1);
+    }
+
+    /// A pool of `range` whose blocks, of `size` MACs each, were all claimed at `at`.
+    fn claimed_in_blocks_of(r: MacRange, size: u64, at: Instant) -> Pool {
+        let mut pool = Pool::new(r, Duration::from_secs(30), 0);
+        for start in (r.start()..=r.end()).step_by(size as usize) {
+            let end = (start + size - 1).min(r.end());
+            pool.add_block_at(Block { start, end }, at);
+        }
+        pool
+    }
+
+    const QUIET: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn a_quiet_block_with_a_free_mac_is_given_back() {
+        let t0 = Instant::now();
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:01");
+        let mut pool = claimed_in_blocks_of(r, 2, t0);
+        let later = t0 + Duration::from_secs(3);
+        assert_eq!(pool.take_back_releasable(later, QUIET).len(), 1);
+        assert!(
+            pool.blocks().is_empty(),
+            "a block given back is not allocated from"
+        );
+        assert_eq!(pool.allocate(1, later, false), Err(Shortage::NeedBlock));
+    }
+
+    #[test]
+    fn a_block_just_claimed_is_kept() {
+        let t0 = Instant::now();
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:03");
+        let mut pool = claimed_in_blocks_of(r, 2, t0);
+        assert!(pool
+            .take_back_releasable(t0 + Duration::from_secs(1), QUIET)
+            .is_empty());
+        assert_eq!(pool.blocks().len(), 2);
+    }
+
+    #[test]
+    fn a_block_that_just_gave_a_mac_is_kept() {
+        let t0 = Instant::now();
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:03");
+        let mut pool = claimed_in_blocks_of(r, 2, t0);
+        let at = t0 + Duration::from_secs(5);
+        let given = pool.allocate(1, at, false).expect("a MAC");
+        pool.set_holder("vm/ns/a", &given);
+        let released = pool.take_back_releasable(at + Duration::from_secs(1), QUIET);
+        assert_eq!(
+            released,
+            vec![Block {
+                start: r.start() + 2,
+                end: r.end()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_block_with_a_pending_mac_is_kept() {
+        let t0 = Instant::now();
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:03");
+        let mut pool = claimed_in_blocks_of(r, 2, t0);
+        pool.hold_requested(&[mac("02:00:00:00:00:01")], t0);
+        let released = pool.take_back_releasable(t0 + Duration::from_secs(5), QUIET);
+        assert_eq!(
+            released,
+            vec![Block {
+                start: r.start() + 2,
+                end: r.end()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_full_block_is_kept() {
+        let t0 = Instant::now();
+        let r = range("02:00:00:00:00:00", "02:00:00:00:00:03");
+        let mut pool = claimed_in_blocks_of(r, 2, t0);
+        pool.set_holder(
+            "vm/ns/a",
+            &[mac("02:00:00:00:00:02"), mac("02:00:00:00:00:03")],
+        );
+        let released = pool.take_back_releasable(t0 + Duration::from_secs(5), QUIET);
+        assert_eq!(
+            released,
+            vec![Block {
+                start: r.start(),
+                end: r.start() + 1
+            }]
+        );
     }
 
     #[test]
