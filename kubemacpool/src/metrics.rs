@@ -54,6 +54,17 @@ pub fn render(shared: &Shared) -> String {
         "Admissions refused because the range is full.",
         shared.range_full.load(Ordering::Relaxed).to_string(),
     );
+    let micros = shared.admission_micros.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "# HELP kubemacpool_admission_duration_seconds Time this replica took to answer admissions, from the request's headers to the response's body.\n\
+         # TYPE kubemacpool_admission_duration_seconds summary\n\
+         kubemacpool_admission_duration_seconds_sum {}.{:06}\n\
+         kubemacpool_admission_duration_seconds_count {}",
+        micros / 1_000_000,
+        micros % 1_000_000,
+        shared.admissions.load(Ordering::Relaxed)
+    );
     out.push_str(&shared.collisions.render());
     out
 }

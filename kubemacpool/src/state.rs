@@ -25,6 +25,10 @@ pub struct Shared {
     pub allocated: AtomicU64,
     pub denied: AtomicU64,
     pub range_full: AtomicU64,
+    /// Admissions answered, and the microseconds spent on them from the request's headers to
+    /// the response's body: the part of an admission's latency that is this process's.
+    pub admissions: AtomicU64,
+    pub admission_micros: AtomicU64,
     pub started: Instant,
 }
 
@@ -42,6 +46,8 @@ impl Shared {
             allocated: AtomicU64::new(0),
             denied: AtomicU64::new(0),
             range_full: AtomicU64::new(0),
+            admissions: AtomicU64::new(0),
+            admission_micros: AtomicU64::new(0),
             started: Instant::now(),
         }
     }
@@ -105,18 +111,21 @@ impl Shared {
     }
 }
 
-/// Counts one admission in flight while it lives.
-pub struct InFlight<'a>(&'a Shared);
+/// Counts one admission in flight while it lives, and its time when it ends.
+pub struct InFlight<'a>(&'a Shared, Instant);
 
 impl<'a> InFlight<'a> {
     pub fn start(shared: &'a Shared) -> InFlight<'a> {
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(shared)
+        InFlight(shared, Instant::now())
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        let took = self.1.elapsed().as_micros() as u64;
+        self.0.admission_micros.fetch_add(took, Ordering::Relaxed);
+        self.0.admissions.fetch_add(1, Ordering::Relaxed);
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -63,10 +63,9 @@ pub fn macs_given_before_the_switch_are_never_given_again(ctx: &mut Ctx) -> Resu
         let free: BTreeSet<String> = range[12..].iter().cloned().collect();
         let distinct: BTreeSet<String> = given.iter().cloned().collect();
         println!("    12 of 16 held before the switch; the new VMs got {given:?}");
-        check(
-            distinct.len() == given.len() && distinct == free,
-            || format!("the new VMs got {given:?}; the free ones were {free:?}"),
-        )?;
+        check(distinct.len() == given.len() && distinct == free, || {
+            format!("the new VMs got {given:?}; the free ones were {free:?}")
+        })?;
         check(full.contains("the range is full"), || {
             format!("a VM past the range's end: {full:?}")
         })?;
