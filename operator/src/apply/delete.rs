@@ -17,11 +17,6 @@ use crate::spec::GROUP;
 /// When one of them cannot be deleted, nothing else is, so the Deployment serving it stays.
 const DELETE_FIRST: [&str; 1] = ["MutatingWebhookConfiguration"];
 
-/// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
-/// objects it creates. Those it left and this render lacks are deleted like ours, when a
-/// NetworkAddonsConfig owns them.
-pub const UPSTREAM_MANAGED_BY_VALUE: &str = "cnao-operator";
-
 /// What [`delete_unrendered`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deleted {

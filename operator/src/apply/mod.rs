@@ -47,9 +47,7 @@ mod ours;
 pub mod settled;
 pub mod takeover;
 
-pub use delete::{
-    delete_unrendered, deletion_order, list_managed, read_live, Listing, UPSTREAM_MANAGED_BY_VALUE,
-};
+pub use delete::{delete_unrendered, deletion_order, list_managed, read_live, Listing};
 pub use ours::{Live, Ours};
 
 /// The field manager of every apply.
