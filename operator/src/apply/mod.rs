@@ -260,7 +260,15 @@ async fn take_over_and_apply(
     object: &Value,
     ours: &Ours,
 ) -> Result<(Applied, DynamicObject)> {
-    take_over(api, &live.metadata, object, None, &id.to_string()).await?;
+    take_over(
+        api,
+        &live.metadata,
+        object,
+        FIELD_MANAGER,
+        None,
+        &id.to_string(),
+    )
+    .await?;
     let (applied, how) = apply_or_recreate(api, id, kind, object).await?;
     ours.remember(object, &applied);
     match how {
