@@ -18,10 +18,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ListParams;
 use kube::{Api, Client};
 
-use crate::apply::UPSTREAM_MANAGED_BY_VALUE;
 use crate::error::{Error, Result};
-use crate::labels;
-use crate::render::nmstate::{DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD};
+use crate::labels::{self, UPSTREAM_MANAGED_BY_VALUE};
+use crate::render::nmstate::names::{
+    DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD,
+};
 
 /// CRDs whose presence means cert-manager serves Certificates and Issuers.
 pub const CERT_MANAGER_CRDS: [&str; 2] =

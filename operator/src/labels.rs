@@ -9,6 +9,10 @@
 
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "network-addons-operator";
+/// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
+/// objects it creates: made by a NetworkAddonsConfig too, so they are ours to take over, and
+/// those this render lacks are deleted like ours when a NetworkAddonsConfig owns them.
+pub const UPSTREAM_MANAGED_BY_VALUE: &str = "cnao-operator";
 pub const COMPONENT: &str = "app.kubernetes.io/component";
 pub const PART_OF: &str = "app.kubernetes.io/part-of";
 pub const PART_OF_VALUE: &str = "network-addons";

@@ -50,14 +50,7 @@ pub async fn progress(
             continue;
         }
         let seen = workloads.get(&id).map(serde_json::to_value).transpose();
-        // A listed item names neither its apiVersion nor its kind.
-        let seen = seen
-            .map_err(|e| Error::wrap(format!("read {id}"), e))?
-            .map(|mut v| {
-                v["apiVersion"] = json!(id.api_version);
-                v["kind"] = json!(id.kind);
-                v
-            });
+        let seen = seen.map_err(|e| Error::wrap(format!("read {id}"), e))?;
         let mut unavailable_pods = 0;
         let (line, fingerprint, selector) = match (id.kind.as_str(), seen) {
             (_, None) => (format!("{id} is missing"), String::new(), None),

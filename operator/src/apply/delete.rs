@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kube::api::{DeleteParams, DynamicObject, ListParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, TypeMeta};
 use kube::Client;
 use serde_json::Value;
 
@@ -16,11 +16,6 @@ use crate::spec::GROUP;
 /// Deleted before anything else: a webhook whose service is gone blocks every pod creation.
 /// When one of them cannot be deleted, nothing else is, so the Deployment serving it stays.
 const DELETE_FIRST: [&str; 1] = ["MutatingWebhookConfiguration"];
-
-/// The managed-by value of the upstream operator (cluster-network-addons-operator) on the
-/// objects it creates. Those it left and this render lacks are deleted like ours, when a
-/// NetworkAddonsConfig owns them.
-pub const UPSTREAM_MANAGED_BY_VALUE: &str = "cnao-operator";
 
 /// What [`delete_unrendered`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,7 +52,8 @@ pub fn deletable_selector() -> String {
 
 /// The objects managed by us or by the upstream operator (see [`deletable_selector`]) of every
 /// deletable kind, in deletion order, and what could not be listed. Namespaced kinds are listed
-/// in `namespace`; a kind the API server does not serve has none.
+/// in `namespace`; a kind the API server does not serve has none. Each object carries the
+/// apiVersion and kind it was listed as.
 #[derive(Debug, Default)]
 pub struct Listing {
     pub objects: Vec<(&'static RenderedKind, DynamicObject)>,
@@ -114,7 +110,7 @@ pub async fn list_managed(client: &Client, namespace: &str) -> Listing {
         {
             Ok(list) => out
                 .objects
-                .extend(list.items.into_iter().map(|o| (kind, o))),
+                .extend(list.items.into_iter().map(|o| (kind, typed(kind, o)))),
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => out
                 .errors
@@ -122,6 +118,17 @@ pub async fn list_managed(client: &Client, namespace: &str) -> Listing {
         }
     }
     out
+}
+
+/// `object`, listed as one of `kind`'s, with its type: the API server names it on the list, not
+/// on each item, and whatever reads an item as a whole object (compares it with the render,
+/// reads it as a DaemonSet) needs it there.
+fn typed(kind: &RenderedKind, mut object: DynamicObject) -> DynamicObject {
+    object.types = Some(TypeMeta {
+        api_version: kind.api_version.to_string(),
+        kind: kind.kind.to_string(),
+    });
+    object
 }
 
 /// Reads an object of a kind [`list_managed`] does not list (a Namespace, a CRD).
@@ -190,7 +197,9 @@ async fn delete_each(
 
 #[cfg(test)]
 mod tests {
+    use super::super::settled;
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn webhooks_are_deleted_first_and_kept_kinds_never() {
@@ -206,5 +215,27 @@ mod tests {
         for kind in DELETE_FIRST {
             assert!(order.iter().any(|k| k.kind == kind), "{kind} is rendered");
         }
+    }
+
+    #[test]
+    fn a_listed_item_gets_the_type_it_was_listed_as_and_is_unchanged_when_it_holds_every_value() {
+        let config_maps = RENDERED_KINDS
+            .iter()
+            .find(|k| k.kind == "ConfigMap")
+            .expect("ConfigMaps are rendered");
+        let ours = json!({"app.kubernetes.io/managed-by": "network-addons-operator"});
+        // As the API server lists it: neither apiVersion nor kind.
+        let item: DynamicObject = serde_json::from_value(json!({
+            "metadata": {"name": "a", "labels": ours, "resourceVersion": "7", "uid": "u"},
+            "data": {"a": "1"},
+        }))
+        .expect("a DynamicObject");
+        let listed = typed(config_maps, item);
+        let rendered = |a: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a", "labels": ours}, "data": {"a": a}})
+        };
+        assert!(settled::unchanged(&listed, &rendered("1")));
+        assert!(!settled::unchanged(&listed, &rendered("2")));
     }
 }

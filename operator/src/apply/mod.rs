@@ -47,9 +47,7 @@ mod ours;
 pub mod settled;
 pub mod takeover;
 
-pub use delete::{
-    delete_unrendered, deletion_order, list_managed, read_live, Listing, UPSTREAM_MANAGED_BY_VALUE,
-};
+pub use delete::{delete_unrendered, deletion_order, list_managed, read_live, Listing};
 pub use ours::{Live, Ours};
 
 /// The field manager of every apply.
@@ -262,7 +260,15 @@ async fn take_over_and_apply(
     object: &Value,
     ours: &Ours,
 ) -> Result<(Applied, DynamicObject)> {
-    take_over(api, &live.metadata, object, None, &id.to_string()).await?;
+    take_over(
+        api,
+        &live.metadata,
+        object,
+        FIELD_MANAGER,
+        None,
+        &id.to_string(),
+    )
+    .await?;
     let (applied, how) = apply_or_recreate(api, id, kind, object).await?;
     ours.remember(object, &applied);
     match how {

@@ -39,19 +39,10 @@ pub fn completed(live_record: Option<&DynamicObject>, rendered_record: &Value) -
 }
 
 /// Whether applying `rendered` on `live` (ours) could change nothing: every value rendered is
-/// there as rendered. Lists must match element by element; fields only the server or others set
-/// do not matter. `apiVersion` and `kind` are not compared: the items of a list the API server
-/// returns carry neither (the list has them), and the object's identity matched already.
+/// there as rendered, `apiVersion` and `kind` included. Lists must match element by element;
+/// fields only the server or others set do not matter.
 pub fn unchanged(live: &DynamicObject, rendered: &Value) -> bool {
-    is_ours(live)
-        && serde_json::to_value(live).is_ok_and(|live| {
-            rendered.as_object().is_some_and(|rendered| {
-                rendered
-                    .iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind"))
-                    .all(|(k, v)| live.get(k).is_some_and(|l| holds(l, v)))
-            })
-        })
+    is_ours(live) && serde_json::to_value(live).is_ok_and(|live| holds(&live, rendered))
 }
 
 fn holds(live: &Value, rendered: &Value) -> bool {
@@ -101,14 +92,12 @@ mod tests {
     }
 
     #[test]
-    fn an_object_read_from_a_list_without_its_type_is_unchanged_when_it_holds_every_value() {
-        let listed = live(json!({
-            "metadata": {"name": "a", "labels": {"app.kubernetes.io/managed-by": "network-addons-operator"},
-                         "resourceVersion": "7", "uid": "u"},
-            "data": {"a": "1"},
-        }));
-        assert!(unchanged(&listed, &rendered(json!({"a": "1"}))));
-        assert!(!unchanged(&listed, &rendered(json!({"a": "2"}))));
+    fn an_object_of_another_type_or_of_none_is_a_change() {
+        let mut other = ours(json!({"a": "1"}));
+        other.types.as_mut().expect("typed").kind = "Secret".to_string();
+        assert!(!unchanged(&other, &rendered(json!({"a": "1"}))));
+        other.types = None;
+        assert!(!unchanged(&other, &rendered(json!({"a": "1"}))));
     }
 
     #[test]

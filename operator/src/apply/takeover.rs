@@ -17,20 +17,20 @@ use kube::Api;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use super::FIELD_MANAGER;
 use crate::error::{Error, Result};
 
 /// The operation of a server-side apply entry.
 const APPLY: &str = "Apply";
 
 /// Makes the fields of the previous authors of `rendered` (in `subresource`, or the object
-/// itself when `None`) ours on `live`, by a merge patch of its `managedFields` on the version
-/// read: a change since makes the API server refuse it, and the reconcile is retried. `what`
-/// names the object in the error.
+/// itself when `None`) `manager`'s on `live` (see [`take_over_fields`]), by a merge patch of its
+/// `managedFields` on the version read: a change since makes the API server refuse it, and the
+/// reconcile is retried. `what` names the object in the error.
 pub async fn take_over<K>(
     api: &Api<K>,
     live: &ObjectMeta,
     rendered: &Value,
+    manager: &str,
     subresource: Option<&str>,
     what: &str,
 ) -> Result<()>
@@ -38,7 +38,7 @@ where
     K: Clone + DeserializeOwned + std::fmt::Debug,
 {
     let managed = live.managed_fields.as_deref().unwrap_or_default();
-    let Some(fields) = take_over_fields(managed, rendered, FIELD_MANAGER, subresource) else {
+    let Some(fields) = take_over_fields(managed, rendered, manager, subresource) else {
         return Ok(());
     };
     let patch = json!({"metadata": {

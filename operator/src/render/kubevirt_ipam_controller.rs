@@ -25,12 +25,11 @@ use k8s_openapi::api::core::v1::{
     Container, EnvVar, PodSecurityContext, PodSpec, SeccompProfile, SecretVolumeSource, Service,
     Volume, VolumeMount,
 };
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{json, Value};
 
-use super::common::{self, Ctx};
+use super::common::{self, Ctx, Identity, NamespacedRole};
 use super::network_policy;
 use super::tls;
 use super::Rendered;
@@ -88,20 +87,18 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
         ),
         rule(&["k8s.cni.cncf.io"], &["ipamclaims"], &["create", "update"]),
     ];
-    out.extend([
-        common::to_rendered(c, &common::service_account(ctx, NAME, COMPONENT))?,
-        common::to_rendered(c, &leader_election_role(ctx))?,
-        common::to_rendered(c, &leader_election_binding(ctx))?,
-        common::to_rendered(
-            c,
-            &common::cluster_role(ctx, CLUSTER_ROLE, COMPONENT, manager_rules),
-        )?,
-        common::to_rendered(
-            c,
-            &common::cluster_role_binding(ctx, CLUSTER_ROLE_BINDING, COMPONENT, CLUSTER_ROLE, NAME),
-        )?,
-        common::to_rendered(c, &service(ctx))?,
-    ]);
+    out.extend(common::identity(
+        ctx,
+        COMPONENT,
+        Identity {
+            account: NAME,
+            role: CLUSTER_ROLE,
+            binding: CLUSTER_ROLE_BINDING,
+        },
+        vec![leader_election_role()],
+        manager_rules,
+    )?);
+    out.push(common::to_rendered(c, &service(ctx))?);
     if !ctx.cluster.openshift {
         out.push(common::to_rendered(c, &issuer(ctx))?);
         out.push(common::to_rendered(c, &certificate(ctx))?);
@@ -122,34 +119,19 @@ pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
     Ok(out)
 }
 
-fn leader_election_role(ctx: &Ctx) -> Role {
+/// Upstream's leader election: its lock, in the operand namespace only.
+fn leader_election_role() -> NamespacedRole<'static> {
     let all = [
         "get", "list", "watch", "create", "update", "patch", "delete",
     ];
-    Role {
-        metadata: common::meta(ctx, LEADER_ROLE, Some(COMPONENT)),
-        rules: Some(vec![
+    NamespacedRole {
+        role: LEADER_ROLE,
+        binding: LEADER_ROLE_BINDING,
+        rules: vec![
             common::rule(&[""], &["configmaps"], &all),
             common::rule(&["coordination.k8s.io"], &["leases"], &all),
             common::rule(&[""], &["events"], &["create", "patch"]),
-        ]),
-    }
-}
-
-fn leader_election_binding(ctx: &Ctx) -> RoleBinding {
-    RoleBinding {
-        metadata: common::meta(ctx, LEADER_ROLE_BINDING, Some(COMPONENT)),
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_string(),
-            kind: "Role".to_string(),
-            name: LEADER_ROLE.to_string(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: None,
-            kind: "ServiceAccount".to_string(),
-            name: NAME.to_string(),
-            namespace: Some(ctx.settings.namespace.clone()),
-        }]),
+        ],
     }
 }
 

@@ -564,7 +564,7 @@ mod tests {
             .collect();
         assert!(crds
             .iter()
-            .any(|o| o["metadata"]["name"] == nmstate::POLICY_CRD));
+            .any(|o| o["metadata"]["name"] == nmstate::names::POLICY_CRD));
         let deletable = crate::apply::deletion_order();
         for crd in crds {
             let kind = crate::apply::kind_of(crd).unwrap();

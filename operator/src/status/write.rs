@@ -41,7 +41,15 @@ pub async fn write(
             .await
             .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {name}"), e))?;
         let what = format!("the status of NetworkAddonsConfig {name}");
-        take_over(&api, &live.metadata, &body, Some("status"), &what).await?;
+        take_over(
+            &api,
+            &live.metadata,
+            &body,
+            FIELD_MANAGER,
+            Some("status"),
+            &what,
+        )
+        .await?;
     }
     api.patch_status(
         &name,

@@ -4,8 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::harness::{daemon_set_path, harness, Harness, BRIDGE_DS, LINUX_BRIDGE, NS};
-use network_addons_operator::apply::UPSTREAM_MANAGED_BY_VALUE;
-use network_addons_operator::labels;
+use network_addons_operator::labels::{self, UPSTREAM_MANAGED_BY_VALUE};
 use network_addons_operator::spec::NetworkAddonsConfig;
 
 const NAD_CRD: &str = "network-attachment-definitions.k8s.cni.cncf.io";

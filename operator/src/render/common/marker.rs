@@ -7,9 +7,8 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::installer::{cni_bin_mount, installer_args};
 use super::{
-    cluster_role, cluster_role_binding, container, field_env, host_path, host_path_volume, mount,
-    plugin_daemon_set, privileged, requests, rule, service_account, strings, to_rendered, Ctx,
-    PluginDaemonSet,
+    cluster_identity, container, field_env, host_path, host_path_volume, mount, plugin_daemon_set,
+    privileged, requests, rule, strings, to_rendered, Ctx, Identity, PluginDaemonSet,
 };
 use crate::duration::format_duration;
 use crate::error::Result;
@@ -197,15 +196,10 @@ fn marker_rbac(
     role: &str,
     binding: &str,
 ) -> Result<Vec<Rendered>> {
-    Ok(vec![
-        to_rendered(Some(component), &service_account(ctx, account, component))?,
-        to_rendered(
-            Some(component),
-            &cluster_role(ctx, role, component, marker_rules(ctx)),
-        )?,
-        to_rendered(
-            Some(component),
-            &cluster_role_binding(ctx, binding, component, role, account),
-        )?,
-    ])
+    let names = Identity {
+        account,
+        role,
+        binding,
+    };
+    cluster_identity(ctx, component, names, marker_rules(ctx))
 }

@@ -126,10 +126,9 @@ pub fn selector(pairs: &[(&str, &str)]) -> LabelSelector {
 mod tests {
     use super::*;
     use crate::cluster::ClusterInfo;
-    use crate::render::common::{daemon_set, to_rendered};
     use crate::settings::Settings;
     use crate::spec::NetworkAddonsConfigSpec;
-    use k8s_openapi::api::core::v1::PodSpec;
+    use serde_json::json;
 
     #[test]
     fn label_values_are_valid_label_values() {
@@ -139,20 +138,24 @@ mod tests {
         assert_eq!(label_value(&"a".repeat(80)).len(), 63);
     }
 
+    /// A DaemonSet with our labels on itself and its pod template, as every rendered one has.
     fn bridge_daemon_set() -> Rendered {
         let spec = NetworkAddonsConfigSpec::default();
         let settings = Settings::defaults();
         let ctx = Ctx::new(&spec, &settings, &ClusterInfo::default());
-        let ds = daemon_set(
-            &ctx,
-            Component::LinuxBridge,
-            "bridge-marker",
-            &[("name", "bridge-marker")],
-            "marks bridges",
-            PodSpec::default(),
-            None,
-        );
-        to_rendered(Some(Component::LinuxBridge), &ds).unwrap()
+        let ours = labels(&ctx, Some(Component::LinuxBridge));
+        Rendered {
+            component: Some(Component::LinuxBridge),
+            object: json!({
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": meta(&ctx, "bridge-marker", Some(Component::LinuxBridge)),
+                "spec": {
+                    "selector": selector(&[("name", "bridge-marker")]),
+                    "template": {"metadata": {"labels": ours}},
+                },
+            }),
+        }
     }
 
     #[test]
@@ -180,7 +183,7 @@ mod tests {
         }
         assert_eq!(
             o["spec"]["selector"]["matchLabels"],
-            serde_json::json!({"name": "bridge-marker"})
+            json!({"name": "bridge-marker"})
         );
     }
 

@@ -39,9 +39,7 @@ pub use metadata::{
     SHARED_COMPONENT,
 };
 pub use namespace::namespace;
-pub use rbac::{
-    cluster_identity, cluster_role, cluster_role_binding, rule, service_account, Identity,
-};
+pub use rbac::{cluster_identity, identity, rule, service_account, Identity, NamespacedRole};
 pub use service::webhook_service;
 pub use workloads::{daemon_set, place, pod_template};
 

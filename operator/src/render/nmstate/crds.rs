@@ -1,7 +1,11 @@
 //! kubernetes-nmstate's three CRDs, with its group, names, short names, versions, printer
 //! columns and fields: the schema builders they share and each CRD.
 
-use super::*;
+use serde_json::{json, Value};
+
+use super::names::{ENACTMENT_CRD, GROUP, POLICY_CRD, STATE_CRD};
+use crate::render::common::{self, Ctx};
+use crate::spec::Component;
 
 fn string() -> Value {
     json!({"type": "string"})
@@ -110,7 +114,7 @@ fn crd(
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": common::cluster_meta(ctx, name, Some(COMPONENT)),
+        "metadata": common::cluster_meta(ctx, name, Some(Component::Nmstate)),
         "spec": {
             "group": GROUP,
             "names": {

@@ -19,7 +19,6 @@ use k8s_openapi::api::core::v1::{
     Container, ExecAction, HostPathVolumeSource, PodSpec, Probe, Volume,
 };
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use serde_json::{json, Value};
 
 use super::common::{self, Ctx, Identity, INSTALLER};
 use super::Rendered;
@@ -29,15 +28,12 @@ use crate::settings::DEFAULT_NMSTATE_PROBE_TIMEOUT;
 use crate::spec::Component;
 
 mod crds;
+pub mod names;
 
 pub use crds::status_columns;
 use crds::{enactment_crd, policy_crd, state_crd};
+use names::{DAEMON_SET, GROUP};
 
-pub const GROUP: &str = "nmstate.io";
-pub const POLICY_CRD: &str = "nodenetworkconfigurationpolicies.nmstate.io";
-pub const ENACTMENT_CRD: &str = "nodenetworkconfigurationenactments.nmstate.io";
-pub const STATE_CRD: &str = "nodenetworkstates.nmstate.io";
-pub const DAEMON_SET: &str = "nmstate-handler";
 pub const SERVICE_ACCOUNT: &str = "nmstate-handler";
 pub const CLUSTER_ROLE: &str = "nmstate-handler";
 pub const CLUSTER_ROLE_BINDING: &str = "nmstate-handler";
@@ -198,10 +194,12 @@ fn handler_container(ctx: &Ctx) -> Container {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::names::{ENACTMENT_CRD, POLICY_CRD, STATE_CRD};
     use super::*;
     use crate::cluster::ClusterInfo;
     use crate::settings::Settings;
     use crate::spec::{NMState, NetworkAddonsConfigSpec};
+    use serde_json::{json, Value};
 
     fn rendered() -> Vec<Value> {
         let spec = NetworkAddonsConfigSpec {
