@@ -6,9 +6,9 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 
-use cni_installer::install::{self, Action};
-use cni_installer::record::{Record, RECORD_FILE};
 use common::*;
+use node_agent::install::{self, Action};
+use node_agent::record::{Record, RECORD_FILE};
 
 /// `--from <src> --to <dst> --plugins <list>`, as the DaemonSet passes them.
 fn flags<'a>(src: &'a str, dst: &'a str, plugins: &'a str) -> Vec<&'a str> {

@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use cni_installer::cli::{self, Command, NODE_NAME_ENV};
-use cni_installer::error::report;
-use cni_installer::{gc, install, probe, run, uninstall};
 use nmstate_handler as nmstate;
+use node_agent::cli::{self, Command, NODE_NAME_ENV};
+use node_agent::error::report;
+use node_agent::{gc, install, probe, run, uninstall};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     // Plain lines on stderr: the kubelet keeps them, with its own timestamps. The libraries
     // (the Kubernetes client, TLS) only speak up about what went wrong.
     let only_ours = Targets::new()
-        .with_target("cni_installer", LevelFilter::INFO)
+        .with_target("node_agent", LevelFilter::INFO)
         .with_target("agent_runtime", LevelFilter::INFO)
         .with_target("nmstate_handler", LevelFilter::INFO)
         .with_default(LevelFilter::WARN);

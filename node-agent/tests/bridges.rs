@@ -11,11 +11,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cni_common::netlink::{Netlink, Veth};
-use cni_installer::bridges::{self, Source};
-use cni_installer::marker::Mark;
 use common::{new_netns, TestDir};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use node_agent::bridges::{self, Source};
+use node_agent::marker::Mark;
 
 fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| s.to_string()).collect()

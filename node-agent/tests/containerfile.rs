@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use cni_installer::cli::{self, Command};
+use node_agent::cli::{self, Command};
 
 fn repo_file(path: &str) -> String {
     let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
@@ -137,7 +137,7 @@ fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
 
 #[test]
 fn the_readme_daemonset_commands_parse() {
-    let readme = repo_file("installer/README.md");
+    let readme = repo_file("node-agent/README.md");
     let mut parsed = 0;
     for line in readme.lines() {
         let line = line.trim().trim_start_matches("- ");

@@ -14,11 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cni_installer::cri::{self, Sandbox};
-use cni_installer::error::CriError;
-use cni_installer::Error;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use node_agent::cri::{self, Sandbox};
+use node_agent::error::CriError;
+use node_agent::Error;
 
 use common::TestDir;
 

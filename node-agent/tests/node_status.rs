@@ -5,10 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use cni_installer::marker::Mark;
-use cni_installer::node::NodeStatus;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
+use node_agent::marker::Mark;
+use node_agent::node::NodeStatus;
 use serde_json::{json, Value};
 use tower_test::mock::{self, Handle};
 

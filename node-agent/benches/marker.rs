@@ -8,7 +8,7 @@
 //! down and an RCU grace period passes). Everything happens in a network namespace of the benchmark's own. Prints medians and
 //! the ratio against upstream's average; it fails only when the agent does not react at all.
 //!
-//! `cargo bench -p cni-installer --bench marker` (as root; BENCH_ITERS sets the rounds,
+//! `cargo bench -p node-agent --bench marker` (as root; BENCH_ITERS sets the rounds,
 //! default 10).
 
 #[path = "../tests/common/mod.rs"]

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use cni_installer::record::{Record, RECORD_FILE};
 use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use node_agent::record::{Record, RECORD_FILE};
 
 /// A process of `path` blocked reading its stdin (plugins read stdin to the end before anything
 /// else), so the file is busy as long as it lives.
