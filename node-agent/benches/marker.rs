@@ -1,4 +1,4 @@
-//! How soon `cni-installer run --mark linux-bridge` publishes a bridge that appears, and
+//! How soon `node-agent run --mark linux-bridge` publishes a bridge that appears, and
 //! withdraws one that goes: from the netlink request creating (deleting) the bridge to the
 //! PATCH of the Node's status arriving at a small fake API server. Upstream's bridge-marker
 //! lists the bridges every 60 s, so it reacts after 30 s on average and 60 s at worst; ours
@@ -62,7 +62,7 @@ fn start_agent(t: &TestDir, ns: &NetNs, port: u16) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start cni-installer run")
+        .expect("start node-agent run")
 }
 
 fn main() {

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// Keeps the agent's earlier name: the temporary files a killed install of the previous release
+/// left are ours to sweep.
 const TEMP_SUFFIX: &str = ".cni-installer.tmp";
 
 /// `.<name>.cni-installer.tmp`: where the next version of `<name>` is written.

@@ -38,7 +38,7 @@ pub enum Error {
     },
 
     /// The record in the destination directory does not decode.
-    #[error("{} is not a record of cni-installer (move it away to start afresh)", path.display())]
+    #[error("{} is not a record of node-agent (move it away to start afresh)", path.display())]
     Record {
         path: PathBuf,
         #[source]
@@ -79,7 +79,7 @@ pub enum Error {
     Ovsdb(#[from] ovsdb::Error),
 
     /// The command line does not say what to do.
-    #[error("{0} (cni-installer help for usage)")]
+    #[error("{0} (node-agent help for usage)")]
     Usage(String),
 
     /// A fact that stops the command (a foreign file, a plugin not installed, ...).
@@ -256,7 +256,7 @@ mod tests {
     fn a_usage_error_points_at_the_help() {
         assert_eq!(
             Error::Usage("no command given".to_string()).report(),
-            "no command given (cni-installer help for usage)"
+            "no command given (node-agent help for usage)"
         );
     }
 }

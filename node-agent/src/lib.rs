@@ -1,6 +1,7 @@
-//! The DaemonSet side of the plugins: `cni-installer` puts the binaries on the node without
-//! ever exposing a half-written or missing file, never overwrites files it did not install,
-//! reports readiness, and (optionally) publishes the node's bridges as extended resources.
+//! The node agent, every DaemonSet's entry point: `node-agent` puts the plugin binaries on the
+//! node without ever exposing a half-written or missing file, never overwrites files it did not
+//! install, reports readiness, (optionally) publishes the node's bridges as extended resources,
+//! collects what lost DELs left, and runs kubernetes-nmstate's handler.
 
 pub mod atomic;
 pub mod bridges;

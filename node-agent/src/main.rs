@@ -1,4 +1,4 @@
-//! `cni-installer`: see `cni-installer help` and installer/README.md.
+//! `node-agent`: see `node-agent help` and node-agent/README.md.
 
 use std::io::Write;
 use std::process::ExitCode;

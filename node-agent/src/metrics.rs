@@ -7,6 +7,9 @@
 //!   rule set, OVS port, state file or tap node;
 //! - `cni_installer_gc_plugin_failures_total`: plugin GC calls that failed;
 //! - `cni_installer_gc_last_collection_timestamp_seconds`: when a round last ran every GC.
+//!
+//! The names keep the agent's earlier name: dashboards and alerts select the series by name, and
+//! renamed series would start afresh at the upgrade.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

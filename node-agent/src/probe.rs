@@ -1,4 +1,4 @@
-//! `cni-installer probe`: the readiness check (an exec probe; the image has no shell). Ready
+//! `node-agent probe`: the readiness check (an exec probe; the image has no shell). Ready
 //! when every plugin asked for is in the record and the file at its name has the recorded
 //! sha256. Only reads: hashing a few MB from the page cache costs milliseconds.
 
@@ -41,7 +41,7 @@ fn check_one(to: &Path, name: &str, record: &Record) -> Result<()> {
     let path = to.join(name);
     let Some(entry) = record.plugins.get(name) else {
         return Err(Error::msg(format!(
-            "{} was not installed by cni-installer",
+            "{} was not installed by node-agent",
             path.display()
         )));
     };

@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::atomic;
 use crate::error::{Error, Result};
 
-/// The record's file name in the destination directory.
+/// The record's file name in the destination directory. It keeps the agent's earlier name: it is
+/// node state, and a node upgraded in place must still find what the previous release installed.
 pub const RECORD_FILE: &str = ".cni-installer.json";
 
 /// Binaries and the record are installed with this mode.

@@ -1,4 +1,4 @@
-//! `cni-installer run`: the DaemonSet's long-running container. Installs (a failure exits
+//! `node-agent run`: the DaemonSet's long-running container. Installs (a failure exits
 //! non-zero, so the kubelet restarts the pod with backoff), then stays up without writing to
 //! the binaries again, so that the DaemonSet's readiness means "installed". With `--mark`, it
 //! publishes the node's bridges when the kernel reports a link appearing, going or moving

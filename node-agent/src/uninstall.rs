@@ -1,4 +1,4 @@
-//! `cni-installer uninstall`: removes what we installed, and only that. A file whose sha256
+//! `node-agent uninstall`: removes what we installed, and only that. A file whose sha256
 //! is neither the one in the record nor the one pending there (an install stopped between its
 //! rename and its record) was changed by someone else and stays; a kept original
 //! (`.<name>.orig`) is renamed back over ours, so the name never goes missing in between.
@@ -66,7 +66,7 @@ impl Report {
                         .unwrap_or_default()
                 ),
                 Action::Missing => info!("{name}: already gone"),
-                Action::NotOurs => info!("{name}: not installed by cni-installer, left alone"),
+                Action::NotOurs => info!("{name}: not installed by node-agent, left alone"),
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use node_agent::cli::{self, Command};
@@ -64,7 +65,7 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
         ins.last(),
         Some(&(
             "ENTRYPOINT".to_string(),
-            vec!["[\"/cni-installer\"]".to_string()]
+            vec!["[\"/node-agent\"]".to_string()]
         ))
     );
     // One COPY of the architecture's staged root, which build-plugins lays out.
@@ -94,7 +95,7 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
             .into()
     );
     for staged in [
-        "install -m 0755 \"$from/installer/cni-installer\" \"$to/cni-installer\"",
+        "install -m 0755 \"$from/node-agent/node-agent\" \"$to/node-agent\"",
         "for p in \"${PLUGINS[@]}\"; do install -m 0755 \"$from/cni-bin/$p\" \"$to/plugins/$p\"; done",
         "install -m 0755 \"$from/operator/network-addons-operator\" \"$to/network-addons-operator\"",
         "install -m 0755 \"$from/operator/kubemacpool\" \"$to/kubemacpool\"",
@@ -108,7 +109,7 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
     }
     for checked in [
         "check_static \"$out/cni-bin/$p\"",
-        "check_static \"$out/installer/cni-installer\"",
+        "check_static \"$out/node-agent/node-agent\"",
         "check_static \"$out/operator/network-addons-operator\"",
         "check_static \"$out/operator/kubemacpool\"",
     ] {
@@ -116,13 +117,14 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
     }
 }
 
-/// What build-plugins staged for amd64 is the image's root: `/cni-installer`, `/plugins/<each>`,
-/// `/network-addons-operator`, `/kubemacpool`.
+/// What build-plugins staged for amd64 is the image's root: `/node-agent` (and `/cni-installer`,
+/// the same file), `/plugins/<each>`, `/network-addons-operator`, `/kubemacpool`.
 #[test]
-fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
+fn the_staged_amd64_root_holds_the_node_agent_the_plugins_and_the_operator() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/image/amd64");
     assert!(root.exists(), "run scripts/build-plugins first");
     for file in [
+        "node-agent",
         "cni-installer",
         "plugins/bridge",
         "plugins/macvtap",
@@ -133,6 +135,35 @@ fn the_staged_amd64_root_holds_the_installer_the_plugins_and_the_operator() {
     ] {
         assert!(root.join(file).is_file(), "{file} staged");
     }
+    let inode = |name: &str| {
+        let m = fs::metadata(root.join(name)).expect(name);
+        (m.dev(), m.ino())
+    };
+    assert_eq!(
+        inode("cni-installer"),
+        inode("node-agent"),
+        "/cni-installer is a hard link to /node-agent"
+    );
+}
+
+/// `/cni-installer`, the node agent's name until this release, stays in the image for one
+/// release: the DaemonSets the previous operator rendered run it with the new image until the
+/// new operator replaces them.
+#[test]
+fn build_plugins_stages_the_node_agents_old_name_for_both_architectures() {
+    let script = repo_file("scripts/build-plugins");
+    let stage = script
+        .find("\nstage() {\n")
+        .expect("stage() in scripts/build-plugins");
+    let body = &script[stage..stage + script[stage..].find("\n}\n").expect("stage's end")];
+    let binary = body
+        .find("install -m 0755 \"$from/node-agent/node-agent\" \"$to/node-agent\"")
+        .expect("stage() stages /node-agent");
+    // A hard link, not a symlink: copies of the staged root that take regular files keep it.
+    let alias = body
+        .find("ln \"$to/node-agent\" \"$to/cni-installer\"")
+        .expect("stage() links /cni-installer to /node-agent");
+    assert!(binary < alias, "linked once /node-agent is there");
 }
 
 #[test]
@@ -148,7 +179,7 @@ fn the_readme_daemonset_commands_parse() {
             serde_json::from_str(array).unwrap_or_else(|e| panic!("{line}: {e}"));
         assert_eq!(
             words.first().map(String::as_str),
-            Some("/cni-installer"),
+            Some("/node-agent"),
             "{line}"
         );
         let command =

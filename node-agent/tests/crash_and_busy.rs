@@ -187,7 +187,7 @@ fn kill_install_at(moment: Moment, args: &[String], dst: &Path, new_size: u64) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start cni-installer");
+        .expect("start node-agent");
     while !moment.reached(dst, new_size) {
         if child.try_wait().expect("wait").is_some() {
             return;

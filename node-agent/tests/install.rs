@@ -273,7 +273,7 @@ fn a_file_changed_after_install_is_foreign_and_kept_by_uninstall() {
     args.extend(flags(&s, &d, "tuning"));
     let err = run_err(&args);
     assert!(
-        err.contains("changed since cni-installer installed it"),
+        err.contains("changed since node-agent installed it"),
         "{err}"
     );
     assert!(err.contains(&edited_sha), "{err}");
@@ -303,7 +303,7 @@ fn uninstall_of_some_plugins_keeps_the_others_recorded() {
     install(&s, &d, "bridge,tuning", &[]);
     let log = run_ok(&["uninstall", "--to", &d, "--plugins", "bridge,macvtap"]);
     assert!(
-        log.contains("macvtap: not installed by cni-installer"),
+        log.contains("macvtap: not installed by node-agent"),
         "{log}"
     );
     assert_eq!(listing(&dst), [RECORD_FILE, "tuning"]);
@@ -322,7 +322,7 @@ fn probe_fails_when_a_file_is_missing_or_altered() {
     let probe = ["probe", "--to", &d, "--plugins", "bridge,tuning"];
     let err = run_err(&probe);
     assert!(
-        err.contains("bridge was not installed by cni-installer"),
+        err.contains("bridge was not installed by node-agent"),
         "{err}"
     );
 
@@ -374,7 +374,7 @@ fn errors_are_one_line_and_exit_non_zero() {
     write_plugin(Path::new(&src), "bridge", b'b', 10);
     fs::write(Path::new(&dst).join(RECORD_FILE), b"not json").expect("write");
     let err = run_err(&["install", "--from", &src, "--to", &dst]);
-    assert!(err.contains("is not a record of cni-installer"), "{err}");
+    assert!(err.contains("is not a record of node-agent"), "{err}");
     // A plugin that does not answer VERSION is never put in place.
     fs::remove_file(Path::new(&dst).join(RECORD_FILE)).expect("rm");
     let broken = Path::new(&src).join("broken");
@@ -546,4 +546,43 @@ fn second_names_install_copies_under_the_same_guarantees() {
         Path::new("/usr/lib/cni/tuning")
     );
     assert_eq!(listing(&dst), ["cnv-bridge", "cnv-tuning"]);
+}
+
+/// The image keeps `/cni-installer`, the node agent's earlier name, for one release, and the
+/// previous operator's DaemonSets run it during the rollout: by that name the binary does what
+/// it does as `node-agent`, and names itself `node-agent` in its help and mistakes.
+#[test]
+fn the_binary_does_the_same_under_its_earlier_name() {
+    let t = TestDir::new("earlier-name");
+    let (src, dst, s, d) = t.src_dst();
+    write_plugin(&src, "bridge", b'b', 10);
+    let earlier = t.path().join("cni-installer");
+    if fs::hard_link(installer(), &earlier).is_err() {
+        fs::copy(installer(), &earlier).expect("copy the binary");
+    }
+    let run_as = |bin: &Path, args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .output()
+            .expect("run the binary");
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    let probe = ["probe", "--to", &d, "--plugins", "bridge"];
+    for args in [&["help"][..], &["install", "--bogus"], &probe] {
+        assert_eq!(
+            run_as(&earlier, args),
+            run_as(installer(), args),
+            "{args:?}"
+        );
+    }
+
+    let (status, _, stderr) = run_as(
+        &earlier,
+        &["install", "--from", &s, "--to", &d, "--plugins", "bridge"],
+    );
+    assert_eq!(status, Some(0), "{}", String::from_utf8_lossy(&stderr));
+    run_ok(&probe);
+    let (status, _, stderr) = run_as(&earlier, &["uninstall", "--to", &d, "--plugins", "bridge"]);
+    assert_eq!(status, Some(0), "{}", String::from_utf8_lossy(&stderr));
+    assert!(!dst.join("bridge").exists());
 }

@@ -1,4 +1,4 @@
-//! `cni-installer run` end to end: it installs, stays up, publishes the Linux bridges of its
+//! `node-agent run` end to end: it installs, stays up, publishes the Linux bridges of its
 //! network namespace on a Node held by a small fake API server (in the same throwaway
 //! namespace, reached through a kubeconfig), follows bridges coming and going (on the kernel's
 //! link notifications, not only its ticks), and exits 0 on SIGTERM.
@@ -76,7 +76,7 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
         None => {
             let _ = kill(pid, Signal::SIGKILL);
             let _ = child.wait();
-            panic!("cni-installer run did not stop on SIGTERM");
+            panic!("node-agent run did not stop on SIGTERM");
         }
     }
 }
@@ -107,14 +107,14 @@ impl Drop for Marking {
     }
 }
 
-/// Starts `cni-installer run <marking>` in `ns`, installing `bridge` from the `src` to the
+/// Starts `node-agent run <marking>` in `ns`, installing `bridge` from the `src` to the
 /// `dst` subdirectory of `t`, against the fake API server on `port`.
 fn start_marking(t: &TestDir, ns: &NetNs, port: u16, marking: &[&str]) -> Marking {
     let child = marking_command(t, ns, port, marking)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start cni-installer run");
+        .expect("start node-agent run");
     Marking(child)
 }
 
@@ -352,7 +352,7 @@ fn run_without_mark_waits_and_a_failed_install_exits_non_zero() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start cni-installer run");
+        .expect("start node-agent run");
     let deadline = Instant::now() + Duration::from_secs(10);
     while run(&["probe", "--to", &d, "--plugins", "tuning"])
         .status

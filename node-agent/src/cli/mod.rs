@@ -1,14 +1,14 @@
 //! The command line. The operator renders it into DaemonSets, so names and flags are stable:
 //!
 //! ```text
-//! cni-installer install   --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
-//! cni-installer uninstall --to DIR [--plugins a,b,c=a]
-//! cni-installer probe     --to DIR [--plugins a,b,c=a]
-//! cni-installer run       --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
-//!                         [--mark linux-bridge|ovs] [--ovsdb ENDPOINT] [--interval 60s]
-//! cni-installer nmstate   [--state-dir DIR] [--probes gateway,api-server,node-ready|none]
-//!                         [--probe-timeout 120s]
-//! cni-installer nmstate-ready [--state-dir DIR]
+//! node-agent install   --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
+//! node-agent uninstall --to DIR [--plugins a,b,c=a]
+//! node-agent probe     --to DIR [--plugins a,b,c=a]
+//! node-agent run       --from DIR --to DIR [--plugins a,b,c=a] [--replace-foreign]
+//!                      [--mark linux-bridge|ovs] [--ovsdb ENDPOINT] [--interval 60s]
+//! node-agent nmstate   [--state-dir DIR] [--probes gateway,api-server,node-ready|none]
+//!                      [--probe-timeout 120s]
+//! node-agent nmstate-ready [--state-dir DIR]
 //! ```
 //!
 //! Flags take their value as the next argument or after `=`. In `--plugins`, `NAME=SOURCE`
@@ -64,9 +64,10 @@ pub enum Command {
     Help(String),
 }
 
-/// Installs CNI plugin binaries on a node and keeps them there.
+/// The node agent: installs the CNI plugins and keeps them there, publishes the node's bridges,
+/// collects what lost DELs left, runs kubernetes-nmstate's handler.
 #[derive(Debug, Parser)]
-#[command(name = "cni-installer", disable_version_flag = true)]
+#[command(name = "node-agent", disable_version_flag = true)]
 struct Cli {
     #[command(subcommand)]
     command: Sub,
@@ -227,7 +228,7 @@ struct RunArgs {
 
 /// Parses the arguments after the program name. `node_name` is the NODE_NAME variable.
 pub fn parse(args: &[String], node_name: Option<&str>) -> Result<Command> {
-    let argv = std::iter::once("cni-installer").chain(args.iter().map(String::as_str));
+    let argv = std::iter::once("node-agent").chain(args.iter().map(String::as_str));
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         // Help asked for: printed on stdout, exit 0.
@@ -391,6 +392,8 @@ mod tests {
     #[test]
     fn help_lists_every_command_and_flag_with_its_default() {
         let top = help_of("help");
+        // Whatever name the binary was run by (the image keeps /cni-installer too).
+        assert!(top.contains("Usage: node-agent <COMMAND>"), "{top}");
         for command in ["install", "uninstall", "probe", "run"] {
             assert!(top.contains(command), "{top}");
         }

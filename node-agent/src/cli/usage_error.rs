@@ -190,7 +190,7 @@ mod tests {
         let err = parse(&args("install --bogus"), None).expect_err("--bogus");
         assert_eq!(
             err.report(),
-            "install does not take --bogus (cni-installer help for usage)"
+            "install does not take --bogus (node-agent help for usage)"
         );
     }
 }

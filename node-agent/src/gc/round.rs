@@ -106,7 +106,7 @@ impl Report {
     }
 }
 
-/// `cni-installer gc`: one round, then the report.
+/// `node-agent gc`: one round, then the report.
 pub fn collect_once(opts: &Options) -> Result<Report> {
     crate::runtime::current_thread_runtime()?.block_on(async {
         let client = crate::runtime::api_client().await?;

@@ -76,8 +76,8 @@ pub fn decide(
             from: sha256.clone(),
         }),
         Existing::Regular { sha256, .. } => foreign(match recorded {
-            Some(_) => format!("has sha256 {sha256}, changed since cni-installer installed it"),
-            None => format!("has sha256 {sha256} and was not installed by cni-installer"),
+            Some(_) => format!("has sha256 {sha256}, changed since node-agent installed it"),
+            None => format!("has sha256 {sha256} and was not installed by node-agent"),
         }),
     }
 }
@@ -201,9 +201,7 @@ mod tests {
                 regular("go"),
                 None,
                 false,
-                Decision::Refuse(
-                    "has sha256 go and was not installed by cni-installer".to_string(),
-                ),
+                Decision::Refuse("has sha256 go and was not installed by node-agent".to_string()),
             ),
             (regular("go"), None, true, foreign.clone()),
             (
@@ -211,7 +209,7 @@ mod tests {
                 Some(entry("old")),
                 false,
                 Decision::Refuse(
-                    "has sha256 edited, changed since cni-installer installed it".to_string(),
+                    "has sha256 edited, changed since node-agent installed it".to_string(),
                 ),
             ),
             (regular("edited"), Some(entry("old")), true, foreign.clone()),
@@ -296,7 +294,7 @@ mod tests {
                 Some("mid"),
                 false,
                 Decision::Refuse(
-                    "has sha256 edited, changed since cni-installer installed it".to_string(),
+                    "has sha256 edited, changed since node-agent installed it".to_string(),
                 ),
             ),
             (
@@ -304,9 +302,7 @@ mod tests {
                 None,
                 Some("mid"),
                 false,
-                Decision::Refuse(
-                    "has sha256 go and was not installed by cni-installer".to_string(),
-                ),
+                Decision::Refuse("has sha256 go and was not installed by node-agent".to_string()),
             ),
         ];
         for (existing, recorded, pending, replace, want) in table {

@@ -1,4 +1,4 @@
-//! Files at a plugin's name that cni-installer did not install (another installer's binary, a
+//! Files at a plugin's name that node-agent did not install (another installer's binary, a
 //! symlink, an edited copy): refused, all named at once, unless `--replace-foreign`, which
 //! keeps each as `.<name>.orig` for uninstall to put back.
 
@@ -31,7 +31,7 @@ pub(super) fn refuse_foreign(to: &Path, planned: &[Planned]) -> Result<()> {
         Ok(())
     } else {
         Err(Error::msg(format!(
-            "refusing to replace files cni-installer did not install, nothing was written: {}",
+            "refusing to replace files node-agent did not install, nothing was written: {}",
             refused.join("; ")
         )))
     }
@@ -40,7 +40,7 @@ pub(super) fn refuse_foreign(to: &Path, planned: &[Planned]) -> Result<()> {
 /// Hard-links the file about to be replaced to `.<name>.orig` (through a temporary name, so an
 /// older `.orig` is replaced atomically). The target stays in place until the rename over it,
 /// so runtimes never find it missing. When the record already keeps an original, that one
-/// stays: it is what was there before cni-installer came.
+/// stays: it is what was there before node-agent came.
 pub(super) fn keep_original(
     to: &Path,
     name: &str,

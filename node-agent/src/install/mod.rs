@@ -1,4 +1,4 @@
-//! `cni-installer install`: puts the plugin binaries into the destination directory.
+//! `node-agent install`: puts the plugin binaries into the destination directory.
 //!
 //! For each plugin: a destination with the same sha256 is left alone (nothing is written);
 //! otherwise the new binary is written next to it as `.<name>.cni-installer.tmp`, fsynced,

@@ -1,5 +1,5 @@
 //! A small fake Kubernetes API server holding the Node `node-1`, and how to start
-//! `cni-installer run --mark ...` against it in a network namespace.
+//! `node-agent run --mark ...` against it in a network namespace.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -178,7 +178,7 @@ pub fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
     path
 }
 
-/// `cni-installer run <marking>` in `ns` as node `node-1`, installing `bridge` from the `src`
+/// `node-agent run <marking>` in `ns` as node `node-1`, installing `bridge` from the `src`
 /// to the `dst` subdirectory of `t`, against the fake API server on `port` (its kubeconfig
 /// written in `t`); the caller sets stdout and stderr and spawns it.
 pub fn marking_command(t: &TestDir, ns: &NetNs, port: u16, marking: &[&str]) -> Command {

@@ -17,37 +17,34 @@ use cni_common::netns::NetNs;
 use nix::sched::{unshare, CloneFlags};
 use sha2::{Digest, Sha256};
 
-/// The cni-installer binary under test.
+/// The node-agent binary under test.
 pub fn installer() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_cni-installer"))
+    Path::new(env!("CARGO_BIN_EXE_node-agent"))
 }
 
-/// Runs cni-installer with `args`.
+/// Runs node-agent with `args`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(installer())
         .args(args)
         .output()
-        .expect("run cni-installer")
+        .expect("run node-agent")
 }
 
-/// Runs cni-installer and fails the test unless it succeeds; its stderr.
+/// Runs node-agent and fails the test unless it succeeds; its stderr.
 pub fn run_ok(args: &[&str]) -> String {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "cni-installer {args:?} failed: {stderr}"
-    );
+    assert!(out.status.success(), "node-agent {args:?} failed: {stderr}");
     stderr
 }
 
-/// Runs cni-installer and fails the test unless it fails; its stderr.
+/// Runs node-agent and fails the test unless it fails; its stderr.
 pub fn run_err(args: &[&str]) -> String {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         !out.status.success(),
-        "cni-installer {args:?} succeeded: {stderr}"
+        "node-agent {args:?} succeeded: {stderr}"
     );
     assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
     stderr
