@@ -1,6 +1,6 @@
 //! The error of the node agent's shared pieces and of kubernetes-nmstate's handler: what was
 //! being done, with the error that stopped it as its source, printed as a chain on one line
-//! (`report`), outermost first, as `cni-installer` prints its own.
+//! (`report`), outermost first, as `node-agent` prints its own.
 
 use std::io;
 use std::path::{Path, PathBuf};

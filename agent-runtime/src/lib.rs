@@ -1,4 +1,4 @@
-//! What the node agent's long-running commands share: `cni-installer run` (the bridge
+//! What the node agent's long-running commands share: `node-agent run` (the bridge
 //! marker) and kubernetes-nmstate's handler (`nmstate-handler`) both follow the API server and
 //! the kernel's link notifications until a signal stops them, and both hold a lock on their
 //! directory. They live here so that the handler is a crate of its own that does not depend on

@@ -1,5 +1,5 @@
 //! The node policy of the machine the tests run on (what a node's administrator writes with
-//! `cni-installer --allow-*`): the tests keep state directories, private OVSDB sockets and ovs
+//! `node-agent --allow-*`): the tests keep state directories, private OVSDB sockets and ovs
 //! flat files in their temp dirs, and reach one private OVSDB over TCP on loopback. The plugins
 //! the tests run get it through `CNI_NODE_POLICY`, as a runtime's environment would name it.
 

@@ -1,4 +1,4 @@
-//! kubernetes-nmstate's handler, run as `cni-installer nmstate` on the node's kernel, with no
+//! kubernetes-nmstate's handler, run as `node-agent nmstate` on the node's kernel, with no
 //! NetworkManager. It serves the same API (NodeNetworkConfigurationPolicy, its enactments,
 //! NodeNetworkState) and applies each policy over netlink as a transaction that the node
 //! survives (`nmstate_netlink`): what the node cannot do is refused before anything changes,
@@ -13,7 +13,7 @@
 //! Of the node agent it needs only what every long-running command shares (the runtime, the
 //! API client, stop signals, the directory lock, link notifications), which is in
 //! `agent_runtime`, and that crate's error is its own: its failures are requests, files and
-//! system calls, the kinds that error already tells, and `cni-installer` takes it into its own
+//! system calls, the kinds that error already tells, and `node-agent` takes it into its own
 //! error with the same text. Nothing here depends on the installer.
 
 pub mod conditions;
@@ -62,7 +62,7 @@ pub fn ready_mark(state_dir: &Path) -> PathBuf {
     state_dir.join("ready")
 }
 
-/// `cni-installer nmstate-ready`: the readiness probe.
+/// `node-agent nmstate-ready`: the readiness probe.
 pub fn ready(state_dir: &Path) -> Result<()> {
     let mark = ready_mark(state_dir);
     if mark.exists() {

@@ -1,7 +1,7 @@
 //! The checks after an apply that decide whether the node keeps the change: its default
 //! gateway still answers (when it answered before), the API server still answers, and the Node
 //! is still Ready. Each is retried every second until the probe timeout. Unlike upstream's,
-//! which are fixed, the set and the timeout are flags of `cni-installer nmstate`.
+//! which are fixed, the set and the timeout are flags of `node-agent nmstate`.
 
 use std::fmt;
 use std::io;

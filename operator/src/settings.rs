@@ -40,7 +40,7 @@ pub struct Settings {
     pub namespace: String,
     /// `OPERATOR_VERSION`: stamped on every object and reported in the status.
     pub operator_version: String,
-    /// `PLUGINS_IMAGE`: the image with `/cni-installer` and the plugins in `/plugins/`.
+    /// `PLUGINS_IMAGE`: the image with `/node-agent` and the plugins in `/plugins/`.
     pub plugins_image: String,
     /// `MULTUS_IMAGE`: upstream multus (thick plugin).
     pub multus_image: String,

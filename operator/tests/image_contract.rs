@@ -56,8 +56,8 @@ fn every_installer_command_rendered_parses_with_the_installer() {
         for r in render(&applied, &settings, &ClusterInfo::WITH_CERT_MANAGER).unwrap() {
             for command in commands_of(&r.object, &settings.plugins_image) {
                 match command[0].as_str() {
-                    "/cni-installer" => {
-                        cni_installer::cli::parse(&command[1..], Some("node-1"))
+                    "/node-agent" => {
+                        node_agent::cli::parse(&command[1..], Some("node-1"))
                             .unwrap_or_else(|e| panic!("{command:?}: {e}"));
                     }
                     "/kubemacpool" => {
@@ -95,8 +95,8 @@ fn every_readiness_probe_rendered_parses_with_the_installer() {
             }
             if let Some(cmd) = c["readinessProbe"]["exec"]["command"].as_array() {
                 let words: Vec<String> = serde_json::from_value(Value::Array(cmd.clone())).unwrap();
-                assert_eq!(words[0], "/cni-installer");
-                cni_installer::cli::parse(&words[1..], Some("node-1"))
+                assert_eq!(words[0], "/node-agent");
+                node_agent::cli::parse(&words[1..], Some("node-1"))
                     .unwrap_or_else(|e| panic!("{words:?}: {e}"));
                 probes += 1;
             }

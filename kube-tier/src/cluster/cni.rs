@@ -20,7 +20,7 @@ impl Cluster {
     pub(super) fn provision_cni(&self, node: usize, repo: &Path) -> Result<()> {
         let n = &self.nodes[node];
         run(n
-            .command(repo.join("target/installer/cni-installer"))
+            .command(repo.join("target/node-agent/node-agent"))
             .args(["install", "--from"])
             .arg(repo.join("target/cni-bin"))
             .args(["--to", "/opt/cni/bin", "--plugins", "bridge,tuning"]))?;

@@ -64,6 +64,7 @@ pub fn the_image_is_an_index_of_amd64_and_arm64(ctx: &mut Ctx) -> Result<()> {
         .arg("-C")
         .arg(&root))?;
     for binary in [
+        "node-agent",
         "cni-installer",
         "plugins/bridge",
         "plugins/tuning",
@@ -75,6 +76,14 @@ pub fn the_image_is_an_index_of_amd64_and_arm64(ctx: &mut Ctx) -> Result<()> {
             || format!("{binary} in the arm64 image: {kind}"),
         )?;
     }
+    // The node agent's earlier name, kept for one release for the previous operator's
+    // DaemonSets, is the agent itself.
+    let help = run(Command::new("qemu-aarch64-static")
+        .arg(root.join("cni-installer"))
+        .arg("help"))?;
+    check(help.contains("Usage: node-agent"), || {
+        format!("/cni-installer help in the arm64 image: {help}")
+    })?;
     let version = run(Command::new("qemu-aarch64-static")
         .arg(root.join("network-addons-operator"))
         .arg("--version"))?;

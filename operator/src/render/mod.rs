@@ -445,7 +445,7 @@ mod tests {
         assert_eq!(
             pod["initContainers"][0]["command"],
             serde_json::json!([
-                "/cni-installer",
+                "/node-agent",
                 "install",
                 "--from",
                 "/plugins",
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(
             pod["containers"][0]["command"],
             serde_json::json!([
-                "/cni-installer",
+                "/node-agent",
                 "run",
                 "--from",
                 "/plugins",
@@ -481,7 +481,7 @@ mod tests {
         assert_eq!(
             pod["containers"][0]["readinessProbe"]["exec"]["command"],
             serde_json::json!([
-                "/cni-installer",
+                "/node-agent",
                 "probe",
                 "--to",
                 "/host/var/lib/cni/bin",

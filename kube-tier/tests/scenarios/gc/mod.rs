@@ -1,7 +1,7 @@
 //! The node agent's garbage collection against the node's real runtime and API server: an
 //! attachment whose sandbox the runtime does not have (its DEL never came) goes, everything of
 //! it; the attachments of live pods, and of pods created while it runs, stay. First
-//! `cni-installer gc` on the node itself (`--host-root /`), then the operator's DaemonSets,
+//! `node-agent gc` on the node itself (`--host-root /`), then the operator's DaemonSets,
 //! which run it every `GC_INTERVAL` through the node's root.
 
 use std::collections::BTreeSet;
@@ -212,11 +212,11 @@ fn tuning_state(ctx: &Ctx, container_id: &str) -> PathBuf {
         .join(format!("{container_id}_eth0.json"))
 }
 
-/// `cni-installer gc` once, on node01: what it logged.
+/// `node-agent gc` once, on node01: what it logged.
 fn collect(ctx: &Ctx) -> Result<String> {
     let node = ctx.node01();
     let out = node
-        .command(ctx.repo.join("target/installer/cni-installer"))
+        .command(ctx.repo.join("target/node-agent/node-agent"))
         .args([
             "gc",
             "--to",
@@ -228,9 +228,9 @@ fn collect(ctx: &Ctx) -> Result<String> {
         .env("NODE_NAME", node.name())
         .env("KUBECONFIG", ctx.cluster.node_kubeconfig())
         .output()
-        .context("running cni-installer gc")?;
+        .context("running node-agent gc")?;
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    anyhow::ensure!(out.status.success(), "cni-installer gc failed:\n{log}");
+    anyhow::ensure!(out.status.success(), "node-agent gc failed:\n{log}");
     Ok(log)
 }
 

@@ -1,4 +1,4 @@
-//! `cni-installer gc` run on the node itself: what lost DELs left goes, the pods created
+//! `node-agent gc` run on the node itself: what lost DELs left goes, the pods created
 //! while it runs stay.
 
 use super::*;
@@ -20,9 +20,9 @@ pub fn gc_collects_what_lost_dels_left(ctx: &mut Ctx) -> Result<()> {
     )?;
     let before = ports(ctx)?.len();
 
-    let report = collect(ctx).context("cni-installer gc")?;
+    let report = collect(ctx).context("node-agent gc")?;
     println!(
-        "    cni-installer gc:\n      {}",
+        "    node-agent gc:\n      {}",
         report.trim().replace('\n', "\n      ")
     );
     let after = ports(ctx)?;

@@ -288,7 +288,7 @@ fn handler_pids(node: &Node) -> Result<Vec<i32>> {
         .filter(|p| {
             let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
             let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-            words.len() >= 2 && words[0].ends_with(b"cni-installer") && words[1] == b"nmstate"
+            words.len() >= 2 && words[0].ends_with(b"node-agent") && words[1] == b"nmstate"
         })
         .collect())
 }

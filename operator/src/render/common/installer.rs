@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, Volume, VolumeMount};
 use super::{container, daemon_set, host_path_volume, mount, privileged, requests, strings, Ctx};
 use crate::spec::Component;
 
-/// Where the installer image keeps its binary and the plugins it installs.
-pub const INSTALLER: &str = "/cni-installer";
+/// Where the image keeps the node agent and the plugins it installs. (The image also has the
+/// agent as `/cni-installer`, the name the previous release rendered, for one release.)
+pub const INSTALLER: &str = "/node-agent";
 pub const INSTALLER_PLUGINS_DIR: &str = "/plugins";
 
 /// The host's CNI binary directory, as a volume and where containers see it.

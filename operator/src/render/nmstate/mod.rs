@@ -10,7 +10,7 @@
 //! `nmstate` from the config removes the handler and its RBAC only.
 //!
 //! Upstream runs a handler image of its own with NetworkManager; here the handler is our
-//! installer image (`cni-installer nmstate`), like every other node agent. Its DaemonSet and
+//! image's `node-agent nmstate`, like every other component's node agent. Its DaemonSet and
 //! selector carry upstream's names, so a handler the upstream operator left is taken over in
 //! place; where kubernetes-nmstate is installed by other means nothing is rendered
 //! ([`crate::cluster::ForeignNmstate`]).
@@ -421,11 +421,11 @@ mod tests {
         assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
         let c = &pod["containers"][0];
         assert_eq!(c["image"], Settings::defaults().plugins_image);
-        assert_eq!(c["command"], json!(["/cni-installer", "nmstate"]));
+        assert_eq!(c["command"], json!(["/node-agent", "nmstate"]));
         assert!(c.get("args").is_none());
         assert_eq!(
             c["readinessProbe"]["exec"]["command"],
-            json!(["/cni-installer", "nmstate-ready"])
+            json!(["/node-agent", "nmstate-ready"])
         );
         assert_eq!(c["securityContext"]["privileged"], true);
         assert_eq!(c["env"][0]["name"], "NODE_NAME");

@@ -1,0 +1,69 @@
+//! The node agent, every DaemonSet's entry point: `node-agent` puts the plugin binaries on the
+//! node without ever exposing a half-written or missing file, never overwrites files it did not
+//! install, reports readiness, (optionally) publishes the node's bridges as extended resources,
+//! collects what lost DELs left, and runs kubernetes-nmstate's handler.
+
+pub mod atomic;
+pub mod bridges;
+pub mod cli;
+pub mod cri;
+pub mod digest;
+pub mod error;
+pub mod gc;
+pub mod install;
+pub mod marker;
+pub mod metrics;
+pub mod node;
+pub mod probe;
+pub mod record;
+pub mod run;
+pub mod uninstall;
+pub mod verify;
+
+pub use error::{Error, Result};
+
+/// The pieces the installer shares with kubernetes-nmstate's handler, under their old paths.
+pub use agent_runtime::{link_events, lock, runtime};
+
+/// A shared piece's error, as the installer's own variant of the same text.
+impl From<agent_runtime::Error> for Error {
+    fn from(e: agent_runtime::Error) -> Error {
+        match e {
+            agent_runtime::Error::Io {
+                action,
+                path,
+                source,
+            } => Error::Io {
+                action,
+                path,
+                source,
+            },
+            agent_runtime::Error::System { action, source } => Error::System { action, source },
+            agent_runtime::Error::Kube { action, source } => Error::Kube { action, source },
+            agent_runtime::Error::Cni(e) => Error::Cni(e),
+            agent_runtime::Error::Message(m) => Error::Message(m),
+            agent_runtime::Error::Chain { context, source } => Error::Chain {
+                context,
+                source: Box::new((*source).into()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::Path;
+
+    #[test]
+    fn a_shared_error_reads_as_it_did_in_the_shared_crate() {
+        let locking = agent_runtime::Error::io(
+            "locking",
+            Path::new("/run/kubernetes-nmstate"),
+            io::Error::from_raw_os_error(libc::EBADF),
+        );
+        let shared = agent_runtime::Error::wrap("starting", locking);
+        let text = shared.report();
+        assert_eq!(crate::Error::from(shared).report(), text);
+    }
+}
