@@ -1,5 +1,8 @@
 //! Collisions between running VMIs, reported and cleared; opted-out namespaces left alone.
 
+use std::time::Instant;
+
+use super::prometheus::Prometheus;
 use super::*;
 
 /// The `kmp_mac_collisions` lines of every manager replica's metrics (the port upstream
@@ -22,10 +25,14 @@ fn running_vmi_yaml(name: &str, namespace: &str, mac: &str) -> String {
 }
 
 /// Two running VMIs with one MAC: a Warning event `MACCollision` with upstream's message on
-/// each, the gauge `kmp_mac_collisions{mac}` at 2 on every replica, cleared when one goes.
+/// each, the gauge `kmp_mac_collisions{mac}` at 2 on every replica, the rendered alert
+/// `KubemacpoolMACCollisionDetected` firing in a real Prometheus, all cleared when one goes.
 pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -> Result<()> {
     deploy(ctx)?;
     ctx.apply(&kubevirt_crds())?;
+    let prometheus = Prometheus::start(ctx)?;
+    // Upstream's alert, by the name its users' routes select.
+    let alert = "KubemacpoolMACCollisionDetected";
     let mac = "02:30:00:00:0e:0e";
     // VMs opted out: the live webhook's selector leaves this namespace alone, and so does the
     // collision report.
@@ -38,6 +45,7 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
         for name in ["kmp-vmi-ignored-a", "kmp-vmi-ignored-b"] {
             ctx.apply(&running_vmi_yaml(name, IGNORED_NAMESPACE, ignored_mac))?;
         }
+        let collided = Instant::now();
         for name in ["kmp-vmi-a", "kmp-vmi-b"] {
             ctx.apply(&running_vmi_yaml(name, "default", mac))?;
         }
@@ -73,6 +81,14 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
         })?;
         println!(
             "    the same MAC on two VMIs in {IGNORED_NAMESPACE} (VMs opted out): not counted"
+        );
+        // The rule holds for 30 s before it fires.
+        wait_for(&format!("{alert} to fire"), Duration::from_secs(90), || {
+            Ok((prometheus.alert(alert)?.as_deref() == Some("firing")).then_some(()))
+        })?;
+        println!(
+            "    Prometheus: {alert} firing {:.0} s after the collision began",
+            collided.elapsed().as_secs_f64()
         );
         ctx.kubectl(&[
             "delete",

@@ -20,6 +20,7 @@ mod availability;
 mod certs;
 mod collisions;
 mod corpus;
+mod prometheus;
 mod switch;
 
 pub use admission::{

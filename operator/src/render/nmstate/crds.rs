@@ -1,5 +1,7 @@
 //! kubernetes-nmstate's three CRDs, with its group, names, short names, versions, printer
-//! columns and fields: the schema builders they share and each CRD.
+//! columns and fields: the schema builders they share and each CRD. Kubernetes 1.20 needs
+//! structural schemas: every node typed, `maxUnavailable` an int-or-string without `anyOf`, the
+//! free-form nmstate states kept by x-kubernetes-preserve-unknown-fields.
 
 use serde_json::{json, Value};
 

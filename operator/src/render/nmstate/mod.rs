@@ -187,10 +187,6 @@ fn handler_container(ctx: &Ctx) -> Container {
     }
 }
 
-// The CRDs. Kubernetes 1.20 needs structural schemas: every node typed, `maxUnavailable` an
-// int-or-string without `anyOf`, the free-form nmstate states kept by
-// x-kubernetes-preserve-unknown-fields.
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
