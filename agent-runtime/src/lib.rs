@@ -14,4 +14,4 @@ pub mod link_events;
 pub mod lock;
 pub mod runtime;
 
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};

@@ -140,6 +140,9 @@ impl Error {
     }
 }
 
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
 /// `err` and each of its sources on one line, as the node's shared pieces print theirs.
 pub use agent_runtime::error::report;
 

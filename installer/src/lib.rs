@@ -19,7 +19,7 @@ pub mod run;
 pub mod uninstall;
 pub mod verify;
 
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};
 
 /// The pieces the installer shares with kubernetes-nmstate's handler, under their old paths.
 pub use agent_runtime::{link_events, lock, runtime};
