@@ -85,6 +85,9 @@ impl Error {
     }
 }
 
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
 /// `err` and each of its sources, joined with ": ", on one line. A cause that the error above
 /// it already printed (as some libraries' errors do) is not repeated.
 pub fn report(err: &dyn std::error::Error) -> String {

@@ -6,12 +6,12 @@
 //!
 //! Their error is this crate's small `Error` (files, system calls, API requests, netlink,
 //! messages, each with what was being done): the handler's error is this one, and the
-//! installer takes it into its own, variant for variant, so that a message reads the same
-//! whichever crate it passed through.
+//! installer's holds it as one transparent variant, so that a message reads the same whichever
+//! crate it passed through.
 
 pub mod error;
 pub mod link_events;
 pub mod lock;
 pub mod runtime;
 
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};

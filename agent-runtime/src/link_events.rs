@@ -16,7 +16,7 @@ use cni_common::netlink::{LinkEvent, LinkEvents, LinkNotices};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// What the marker's listings depend on, per link index: name, kind, master.
 type Identity = (String, Option<String>, Option<u32>);
@@ -89,11 +89,8 @@ impl LinkWatch {
     }
 
     fn subscribe(seen: Seen) -> Result<LinkWatch> {
-        let events =
-            LinkEvents::subscribe().map_err(|e| Error::wrap("link notifications", e.into()))?;
-        events
-            .set_nonblocking(true)
-            .map_err(|e| Error::wrap("link notifications", e.into()))?;
+        let events = LinkEvents::subscribe().context("link notifications")?;
+        events.set_nonblocking(true).context("link notifications")?;
         // SAFETY: `LinkEvents` owns its socket for as long as it lives and always answers the
         // same descriptor; it is only ever read through `get_mut`, never replaced.
         let socket = unsafe { AsyncFd::register_with_interest(events, Interest::READABLE) }

@@ -132,7 +132,8 @@ impl Error {
         }
     }
 
-    /// Says what we were doing when `source` failed; the code stays the source's.
+    /// Says what we were doing when `source` failed; the code stays the source's. On a
+    /// `Result`, [`Context`] says it.
     pub fn wrap(context: impl fmt::Display, source: impl Into<Error>) -> Self {
         Error::Wrapped {
             context: context.to_string(),
@@ -254,6 +255,9 @@ impl Error {
     }
 }
 
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +291,16 @@ mod tests {
     #[test]
     fn wrap_keeps_the_cause_as_the_source() {
         let e = Error::wrap("writing state", std::io::Error::other("disk full"));
+        let source = std::error::Error::source(&e).expect("has a source");
+        assert_eq!(source.to_string(), "disk full");
+    }
+
+    #[test]
+    fn context_on_a_result_wraps_as_wrap_does() {
+        let failed: std::result::Result<(), _> = Err(std::io::Error::other("disk full"));
+        let e = failed.context("writing state").expect_err("an error");
+        assert_eq!(e.code(), Code::Io);
+        assert_eq!(e.msg(), "writing state: disk full");
         let source = std::error::Error::source(&e).expect("has a source");
         assert_eq!(source.to_string(), "disk full");
     }

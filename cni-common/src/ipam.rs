@@ -13,7 +13,7 @@ use std::process::{Command as Process, Stdio};
 use serde_json::Value;
 
 use crate::env::CmdArgs;
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Context, Error, Result};
 use crate::netlink::{Netlink, NewRoute};
 use crate::result::CniResult;
 use crate::rollback::Rollback;
@@ -46,7 +46,7 @@ pub fn find_in_path(plugin: &str, path: &[PathBuf]) -> Result<PathBuf> {
 fn exec<C>(ipam_type: &str, verb: Command, req: &Request<C>) -> Result<String> {
     let binary = find_in_path(ipam_type, &req.cmd.path)?;
     run_delegate(&binary, verb, &req.cmd, &req.stdin)
-        .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} {}", verb.as_str()), e))
+        .with_context(|| format!("IPAM plugin {ipam_type:?} {}", verb.as_str()))
 }
 
 fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Result<String> {
@@ -134,7 +134,7 @@ pub fn exec_add<'r, C>(
         )
     })?;
     let result = CniResult::from_value(&value, req.version)
-        .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} result"), e))?;
+        .with_context(|| format!("IPAM plugin {ipam_type:?} result"))?;
     Ok(result)
 }
 
@@ -282,7 +282,7 @@ fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
         &req.cmd,
         br#"{"cniVersion":"1.1.0"}"#,
     )
-    .map_err(|e| Error::wrap(format!("IPAM plugin {ipam_type:?} VERSION"), e))?;
+    .with_context(|| format!("IPAM plugin {ipam_type:?} VERSION"))?;
     let versions: Value = serde_json::from_str(&out).map_err(|e| {
         Error::new(
             Code::Ipam,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use nix::sched::{setns, CloneFlags};
 use nix::sys::statfs::{fstatfs, NSFS_MAGIC, PROC_SUPER_MAGIC};
 
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Context, Error, Result};
 
 /// The calling thread's network namespace; `/proc/self` would name the main thread's.
 const THREAD_NETNS: &str = "/proc/thread-self/ns/net";
@@ -97,12 +97,9 @@ impl NetNs {
     /// True when this is the calling thread's namespace. Go's skel refuses such a CNI_NETNS
     /// (code 8): a plugin must never configure its own namespace as the container's.
     pub fn is_same_as_current(&self) -> Result<bool> {
-        let ours = self
-            .file
-            .metadata()
-            .map_err(|e| Error::wrap("stat of netns", e))?;
-        let current = std::fs::metadata(THREAD_NETNS)
-            .map_err(|e| Error::wrap(format!("stat of {THREAD_NETNS}"), e))?;
+        let ours = self.file.metadata().context("stat of netns")?;
+        let current =
+            std::fs::metadata(THREAD_NETNS).with_context(|| format!("stat of {THREAD_NETNS}"))?;
         Ok(ours.dev() == current.dev() && ours.ino() == current.ino())
     }
 
@@ -113,12 +110,11 @@ impl NetNs {
             let thread = std::thread::Builder::new()
                 .name("netns".to_string())
                 .spawn_scoped(scope, || {
-                    setns(&self.file, CloneFlags::CLONE_NEWNET).map_err(|e| {
-                        Error::wrap(format!("entering netns {}", self.path.display()), e)
-                    })?;
+                    setns(&self.file, CloneFlags::CLONE_NEWNET)
+                        .with_context(|| format!("entering netns {}", self.path.display()))?;
                     f()
                 })
-                .map_err(|e| Error::wrap("spawning a thread for the netns", e))?;
+                .context("spawning a thread for the netns")?;
             thread.join().map_err(|_| {
                 Error::system(format!("thread in netns {} panicked", self.path.display()))
             })?

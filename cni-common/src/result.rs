@@ -13,7 +13,7 @@ use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::version::{ResultFormat, SpecVersion};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -129,7 +129,7 @@ impl CniResult {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty());
         let version = match own {
-            Some(v) => SpecVersion::parse(v).map_err(|e| Error::wrap("result", e))?,
+            Some(v) => SpecVersion::parse(v).context("result")?,
             None => version,
         };
         let bad = |e: serde_json::Error| Error::decoding(format!("invalid {version} result: {e}"));

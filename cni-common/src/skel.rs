@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::config::NetConf;
 use crate::env::{validate_network_name, CmdArgs};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::netns::NetNs;
 use crate::result::CniResult;
 use crate::version::{negotiate, Command, SpecVersion};
@@ -214,7 +214,7 @@ fn handle<P: Plugin>(
     validate_network_name(&conf.name)?;
     let prev_result = match (&conf.prev_result, cmd.command) {
         (Some(v), Command::Add | Command::Check | Command::Del) if !v.is_null() => {
-            Some(CniResult::from_value(v, version).map_err(|e| Error::wrap("prevResult", e))?)
+            Some(CniResult::from_value(v, version).context("prevResult")?)
         }
         _ => None,
     };

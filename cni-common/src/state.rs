@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Context, Error, Result};
 
 /// `<containerID>_<ifname>.json`, the Go tuning plugin's naming for its backup files.
 /// The suffix of a state file moved aside by [`StateDir::set_aside`].
@@ -63,12 +63,7 @@ impl StateDir {
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
-            .map_err(|e| {
-                Error::wrap(
-                    format!("creating state directory {}", self.dir.display()),
-                    e,
-                )
-            })?;
+            .with_context(|| format!("creating state directory {}", self.dir.display()))?;
 
         // Dot-prefixed, so list() never reports it; unique per process and call.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -86,7 +81,7 @@ impl StateDir {
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        result.map_err(|e| Error::wrap(format!("writing state file {}", target.display()), e))
+        result.with_context(|| format!("writing state file {}", target.display()))
     }
 
     /// Reads the state under `name`; `None` when there is none.
@@ -124,8 +119,7 @@ impl StateDir {
     pub fn set_aside(&self, name: &str) -> Result<String> {
         let aside = format!("{name}{UNREADABLE}");
         let (from, to) = (self.file(name)?, self.file(&aside)?);
-        fs::rename(&from, &to)
-            .map_err(|e| Error::wrap(format!("moving {} aside", from.display()), e))?;
+        fs::rename(&from, &to).with_context(|| format!("moving {} aside", from.display()))?;
         Ok(aside)
     }
 
@@ -140,8 +134,7 @@ impl StateDir {
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry =
-                entry.map_err(|e| Error::wrap(format!("listing {}", self.dir.display()), e))?;
+            let entry = entry.with_context(|| format!("listing {}", self.dir.display()))?;
             if let Some(name) = entry.file_name().to_str() {
                 if valid_name(name) && entry.file_type().is_ok_and(|t| t.is_file()) {
                     names.push(name.to_string());
@@ -184,7 +177,7 @@ impl StateDir {
                 .is_some_and(|elapsed| elapsed >= age);
             if is_temp_file_name(&name) && stale {
                 fs::remove_file(entry.path())
-                    .map_err(|e| Error::wrap(format!("removing {}", entry.path().display()), e))?;
+                    .with_context(|| format!("removing {}", entry.path().display()))?;
                 swept += 1;
             }
         }

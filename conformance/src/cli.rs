@@ -1,7 +1,7 @@
 //! The command line: options as `scripts/test` and the README use them, and the plugin
 //! configuration file they name.
 
-use crate::error::Error;
+use crate::error::{Context, Error};
 use crate::suite::Options;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
@@ -141,10 +141,9 @@ impl Cli {
 /// prevResult, which the suite supplies itself.
 fn read_config(path: &std::path::Path) -> Result<serde_json::Map<String, Value>, Error> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::wrap(format!("cannot read {shown}"), e))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
     let value: Value =
-        serde_json::from_str(&text).map_err(|e| Error::wrap(format!("{shown} is not JSON"), e))?;
+        serde_json::from_str(&text).with_context(|| format!("{shown} is not JSON"))?;
     let Value::Object(mut config) = value else {
         return Err(format!("{shown} must hold one JSON object (a plugin configuration)").into());
     };

@@ -46,6 +46,9 @@ impl Error {
     }
 }
 
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
 impl From<String> for Error {
     fn from(message: String) -> Self {
         Error::Message(message)

@@ -4,7 +4,7 @@
 //! its own `cnic-*` namespaces or runs with `-n <its namespace>`; nothing is
 //! ever done in the namespace the suite itself runs in.
 
-use crate::error::Error;
+use crate::error::{Context, Error};
 use serde_json::Value;
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
@@ -18,7 +18,7 @@ pub fn ip(args: &[&str]) -> Result<String, Error> {
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| Error::wrap("cannot run ip", e))?;
+        .context("cannot run ip")?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -39,8 +39,7 @@ pub struct LiveLink {
 
 /// Parse the output of `ip -j addr show`.
 pub fn parse_ip_addr_json(text: &str) -> Result<Vec<LiveLink>, Error> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::wrap("cannot parse `ip -j addr` output", e))?;
+    let value: Value = serde_json::from_str(text).context("cannot parse `ip -j addr` output")?;
     let list = value
         .as_array()
         .ok_or("`ip -j addr` output is not a list")?;
@@ -92,8 +91,7 @@ pub struct LiveRoute {
 /// Parse the output of `ip -j -4|-6 route show table all`; `v6` says which
 /// family "default" and prefix-less destinations belong to.
 pub fn parse_ip_route_json(text: &str, v6: bool) -> Result<Vec<LiveRoute>, Error> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::wrap("cannot parse `ip -j route` output", e))?;
+    let value: Value = serde_json::from_str(text).context("cannot parse `ip -j route` output")?;
     let list = value
         .as_array()
         .ok_or("`ip -j route` output is not a list")?;

@@ -1,7 +1,7 @@
 //! What one check owns: a throwaway "host" namespace the plugin runs in, a container namespace
 //! and a temp dir, all removed when the check ends, whether it passed or failed.
 
-use crate::error::Error;
+use crate::error::{Context, Error};
 use crate::invoke::Hook;
 use crate::netns::{self, Netns, NETNS_DIR};
 use crate::report;
@@ -37,9 +37,9 @@ impl Sandbox {
             .prefix(&name)
             .rand_bytes(0)
             .tempdir()
-            .map_err(|e| {
+            .with_context(|| {
                 let path = std::env::temp_dir().join(&name);
-                Error::wrap(format!("cannot create {}", path.display()), e)
+                format!("cannot create {}", path.display())
             })?;
         let ctr_path = ctr.path();
         Ok(Sandbox {

@@ -120,6 +120,9 @@ impl Error {
     }
 }
 
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ mod sockopt;
 mod sys;
 
 pub use batch::Batch;
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};
 pub use expr::{CmpOp, Expr, MetaKey, PayloadBase};
 pub use generation::Generation;
 pub use model::{

@@ -8,7 +8,7 @@ use cni_common::netlink::Netlink;
 use ovsdb::{Client, Endpoint};
 use serde_json::json;
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::marker::Mark;
 
 /// Bounds each OVSDB connect and request.
@@ -18,7 +18,7 @@ const OVSDB_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn linux_bridges(nl: &Netlink) -> Result<BTreeSet<String>> {
     Ok(nl
         .link_list_kind("bridge")
-        .map_err(|e| Error::wrap("listing Linux bridges", e.into()))?
+        .context("listing Linux bridges")?
         .into_iter()
         .map(|l| l.name)
         .collect())
@@ -30,12 +30,7 @@ pub fn ovs_bridges(ovs: &mut Client) -> Result<BTreeSet<String>> {
     let results = ovs
         .transact(&ops, Duration::ZERO)
         .and_then(|r| r.into_results("ovs-vsctl list-br"))
-        .map_err(|e| {
-            Error::wrap(
-                format!("listing Open vSwitch bridges at {}", ovs.endpoint()),
-                e.into(),
-            )
-        })?;
+        .with_context(|| format!("listing Open vSwitch bridges at {}", ovs.endpoint()))?;
     let rows = results.first().map(ovsdb::rows).unwrap_or_default();
     let mut names = BTreeSet::new();
     for row in rows {
@@ -64,14 +59,10 @@ impl Source {
     /// `ovsdb` is the OVSDB endpoint (`unix:PATH` or `tcp:IP:PORT`), used for [`Mark::Ovs`].
     pub fn open(mark: Mark, ovsdb: &str) -> Result<Source> {
         match mark {
-            Mark::LinuxBridge => {
-                Ok(Source::Linux(Netlink::current().map_err(|e| {
-                    Error::wrap("opening a netlink socket", e.into())
-                })?))
-            }
-            Mark::Ovs => Ok(Source::Ovs(
-                Endpoint::parse(ovsdb).map_err(|e| Error::wrap("--ovsdb", e.into()))?,
+            Mark::LinuxBridge => Ok(Source::Linux(
+                Netlink::current().context("opening a netlink socket")?,
             )),
+            Mark::Ovs => Ok(Source::Ovs(Endpoint::parse(ovsdb).context("--ovsdb")?)),
         }
     }
 

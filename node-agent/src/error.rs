@@ -10,14 +10,11 @@ use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file system call on `path` failed; `action` names it ("opening", "fsync of").
-    #[error("{action} {}", path.display())]
-    Io {
-        action: String,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// What the installer shares with the nmstate handler: a file system call on a path
+    /// ([`Error::io`]), a system call, an API request ([`Error::kube`]), netlink, a fact that
+    /// stops the command ([`Error::msg`]). Its text is the shared error's own.
+    #[error(transparent)]
+    Runtime(#[from] agent_runtime::Error),
 
     /// A call between two paths (rename, link, copy) failed.
     #[error("{action} {} to {}", from.display(), to.display())]
@@ -25,14 +22,6 @@ pub enum Error {
         action: &'static str,
         from: PathBuf,
         to: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-
-    /// A system call that involves no file (signal handlers, the runtime) failed.
-    #[error("{action}")]
-    System {
-        action: &'static str,
         #[source]
         source: io::Error,
     },
@@ -53,14 +42,6 @@ pub enum Error {
         source: VersionError,
     },
 
-    /// A request to the API server failed.
-    #[error("{action}")]
-    Kube {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-
     /// A call to the container runtime over CRI (`call` names the method) failed.
     #[error("CRI {call} on {}", socket.display())]
     Cri {
@@ -70,10 +51,6 @@ pub enum Error {
         source: CriError,
     },
 
-    /// Netlink, through the shared CNI library, whose errors say what failed.
-    #[error(transparent)]
-    Cni(#[from] cni_common::Error),
-
     /// The node's Open vSwitch database.
     #[error(transparent)]
     Ovsdb(#[from] ovsdb::Error),
@@ -81,10 +58,6 @@ pub enum Error {
     /// The command line does not say what to do.
     #[error("{0} (node-agent help for usage)")]
     Usage(String),
-
-    /// A fact that stops the command (a foreign file, a plugin not installed, ...).
-    #[error("{0}")]
-    Message(String),
 
     /// What was being done when `source` happened.
     #[error("{context}")]
@@ -98,8 +71,9 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// A fact that stops the command (a foreign file, a plugin not installed, ...).
     pub fn msg(msg: impl Into<String>) -> Error {
-        Error::Message(msg.into())
+        agent_runtime::Error::msg(msg).into()
     }
 
     /// Says what was being done when `err` happened.
@@ -110,12 +84,9 @@ impl Error {
         }
     }
 
+    /// A file system call on `path` failed; `action` names it ("opening", "fsync of").
     pub fn io(action: impl Into<String>, path: &Path, source: io::Error) -> Error {
-        Error::Io {
-            action: action.into(),
-            path: path.to_path_buf(),
-            source,
-        }
+        agent_runtime::Error::io(action, path, source).into()
     }
 
     pub fn io_pair(action: &'static str, from: &Path, to: &Path, source: io::Error) -> Error {
@@ -128,15 +99,22 @@ impl Error {
     }
 
     pub fn kube(action: impl Into<String>, source: kube::Error) -> Error {
-        Error::Kube {
-            action: action.into(),
-            source,
-        }
+        agent_runtime::Error::kube(action, source).into()
     }
 
     /// The whole chain on one line, outermost first, as `main` prints it.
     pub fn report(&self) -> String {
         report(self)
+    }
+}
+
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
+
+/// Netlink, through the shared CNI library, whose errors say what failed.
+impl From<cni_common::Error> for Error {
+    fn from(e: cni_common::Error) -> Error {
+        agent_runtime::Error::Cni(e).into()
     }
 }
 

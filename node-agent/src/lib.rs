@@ -20,35 +20,10 @@ pub mod run;
 pub mod uninstall;
 pub mod verify;
 
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};
 
 /// The pieces the installer shares with kubernetes-nmstate's handler, under their old paths.
 pub use agent_runtime::{link_events, lock, runtime};
-
-/// A shared piece's error, as the installer's own variant of the same text.
-impl From<agent_runtime::Error> for Error {
-    fn from(e: agent_runtime::Error) -> Error {
-        match e {
-            agent_runtime::Error::Io {
-                action,
-                path,
-                source,
-            } => Error::Io {
-                action,
-                path,
-                source,
-            },
-            agent_runtime::Error::System { action, source } => Error::System { action, source },
-            agent_runtime::Error::Kube { action, source } => Error::Kube { action, source },
-            agent_runtime::Error::Cni(e) => Error::Cni(e),
-            agent_runtime::Error::Message(m) => Error::Message(m),
-            agent_runtime::Error::Chain { context, source } => Error::Chain {
-                context,
-                source: Box::new((*source).into()),
-            },
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -77,7 +77,7 @@ async fn serve(opts: &RunOptions) -> Result<()> {
     if let Some(address) = opts.metrics_address {
         let listener = tokio::net::TcpListener::bind(address)
             .await
-            .map_err(|source| Error::System {
+            .map_err(|source| agent_runtime::Error::System {
                 action: "listening for the metrics",
                 source,
             })?;

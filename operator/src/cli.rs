@@ -10,7 +10,7 @@ use kube::ResourceExt;
 
 use crate::cluster::ClusterInfo;
 use crate::defaults::{fill_defaults, random_prefix};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::render;
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigSpec};
@@ -143,11 +143,11 @@ impl Cli {
             Command::Crd => print_out(&manifests::to_yaml(&crd::crd())?),
             Command::Deploy { out } => {
                 std::fs::create_dir_all(&out)
-                    .map_err(|e| Error::wrap(format!("create {}", out.display()), e))?;
+                    .with_context(|| format!("create {}", out.display()))?;
                 for (name, content) in manifests::deploy_files(&Settings::defaults())? {
                     let path = out.join(name);
                     std::fs::write(&path, content)
-                        .map_err(|e| Error::wrap(format!("write {}", path.display()), e))?;
+                        .with_context(|| format!("write {}", path.display()))?;
                 }
                 Ok(())
             }
@@ -170,7 +170,7 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::wrap("start the runtime", e))?;
+        .context("start the runtime")?;
     runtime.block_on(async {
         let state = std::sync::Arc::new(metrics::State::default());
         let listener = metrics::bind(address).await?;
@@ -178,7 +178,7 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
         tokio::spawn(metrics::serve(listener, state.clone()));
         let client = kube::Client::try_default()
             .await
-            .map_err(|e| Error::wrap("connect to the API server", e))?;
+            .context("connect to the API server")?;
         tokio::spawn(reconcile::mark_ready_when_readable(
             kube::Api::all(client.clone()),
             state.clone(),
@@ -190,12 +190,12 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
 
 /// `render --diff`: the report of [`crate::diff`] on stdout.
 fn diff_cr(cr_yaml: &str, prefix: Option<[u8; 2]>, settings: &Settings) -> Result<()> {
-    let cr: NetworkAddonsConfig = crate::yaml::from_str(cr_yaml)
-        .map_err(|e| Error::wrap("parse the NetworkAddonsConfig", e))?;
+    let cr: NetworkAddonsConfig =
+        crate::yaml::from_str(cr_yaml).context("parse the NetworkAddonsConfig")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::wrap("start the runtime", e))?;
+        .context("start the runtime")?;
     let report = runtime.block_on(crate::diff::diff_live(&cr, settings, prefix))?;
     print_out(&report)
 }
@@ -204,12 +204,12 @@ fn read_stdin() -> Result<String> {
     let mut s = String::new();
     std::io::stdin()
         .read_to_string(&mut s)
-        .map_err(|e| Error::wrap("read the CR from stdin", e))?;
+        .context("read the CR from stdin")?;
     Ok(s)
 }
 
 fn read_file(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::wrap(format!("read {}", path.display()), e))
+    std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))
 }
 
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
@@ -253,17 +253,16 @@ pub fn render_cr(
     settings: &Settings,
     cluster: &ClusterInfo,
 ) -> Result<RenderOutput> {
-    let cr: NetworkAddonsConfig = crate::yaml::from_str(cr_yaml)
-        .map_err(|e| Error::wrap("parse the NetworkAddonsConfig", e))?;
+    let cr: NetworkAddonsConfig =
+        crate::yaml::from_str(cr_yaml).context("parse the NetworkAddonsConfig")?;
     let errors = validate::validate(&cr.spec);
     if !errors.is_empty() {
         return Err(Error::InvalidConfig(validate::message(&errors)));
     }
     let prev: Option<NetworkAddonsConfigSpec> = match previous {
-        Some(text) => Some(
-            crate::yaml::from_str(text)
-                .map_err(|e| Error::wrap("parse the previously applied spec", e))?,
-        ),
+        Some(text) => {
+            Some(crate::yaml::from_str(text).context("parse the previously applied spec")?)
+        }
         None => None,
     };
     let applied = fill_defaults(

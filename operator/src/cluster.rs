@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ListParams;
 use kube::{Api, Client};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::labels::{self, UPSTREAM_MANAGED_BY_VALUE};
 use crate::render::nmstate::names::{
     DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD,
@@ -109,16 +109,14 @@ impl ClusterInfo {
     /// NetworkAddonsConfig (`namespace`: the operand namespace, where ours runs).
     pub async fn detect(client: &Client, namespace: &str) -> Result<ClusterInfo> {
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let policy_crd = crds.get_opt(NMSTATE_POLICY_CRD).await.map_err(|e| {
-            Error::wrap(
-                format!("read CustomResourceDefinition {NMSTATE_POLICY_CRD}"),
-                e,
-            )
-        })?;
+        let policy_crd = crds
+            .get_opt(NMSTATE_POLICY_CRD)
+            .await
+            .with_context(|| format!("read CustomResourceDefinition {NMSTATE_POLICY_CRD}"))?;
         let handlers = Api::<DaemonSet>::all(client.clone())
             .list(&ListParams::default().fields(&format!("metadata.name={NMSTATE_HANDLER}")))
             .await
-            .map_err(|e| Error::wrap(format!("list DaemonSets {NMSTATE_HANDLER}"), e))?;
+            .with_context(|| format!("list DaemonSets {NMSTATE_HANDLER}"))?;
         let handlers: Vec<ObjectMeta> = handlers.items.into_iter().map(|d| d.metadata).collect();
         Ok(ClusterInfo {
             openshift: exists(&crds, OPENSHIFT_CRD).await?,
@@ -189,7 +187,7 @@ async fn exists(crds: &Api<CustomResourceDefinition>, name: &str) -> Result<bool
     crds.get_opt(name)
         .await
         .map(|crd| crd.is_some())
-        .map_err(|e| Error::wrap(format!("read CustomResourceDefinition {name}"), e))
+        .with_context(|| format!("read CustomResourceDefinition {name}"))
 }
 
 #[cfg(test)]

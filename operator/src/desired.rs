@@ -12,7 +12,7 @@ use crate::apply::{self, settled, Identity};
 use crate::cluster::ClusterInfo;
 use crate::context::Ctx;
 use crate::defaults::{check_change_safe, fill_defaults};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::labels;
 use crate::render::common::relationship_labels;
 use crate::render::render;
@@ -163,18 +163,14 @@ pub async fn read_applied(
 ) -> Result<Option<NetworkAddonsConfigSpec>> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let what = format!("read ConfigMap {namespace}/{APPLIED_CONFIGMAP}");
-    let Some(cm) = api
-        .get_opt(APPLIED_CONFIGMAP)
-        .await
-        .map_err(|e| Error::wrap(&what, e))?
-    else {
+    let Some(cm) = api.get_opt(APPLIED_CONFIGMAP).await.context(&what)? else {
         return Ok(None);
     };
     let Some(text) = cm.data.as_ref().and_then(|d| d.get(APPLIED_KEY)) else {
         return Ok(None);
     };
     serde_json::from_str(text)
-        .map_err(|e| Error::wrap(format!("{what}: key {APPLIED_KEY} is not a spec"), e))
+        .with_context(|| format!("{what}: key {APPLIED_KEY} is not a spec"))
         .map(Some)
 }
 
@@ -184,8 +180,7 @@ pub fn applied_configmap(
     settings: &Settings,
     owner: &OwnerReference,
 ) -> Result<Value> {
-    let text =
-        serde_json::to_string(applied).map_err(|e| Error::wrap("serialize the applied spec", e))?;
+    let text = serde_json::to_string(applied).context("serialize the applied spec")?;
     Ok(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",

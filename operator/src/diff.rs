@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::apply::{self, Identity, FIELD_MANAGER};
 use crate::cluster::ClusterInfo;
 use crate::desired::{applied_spec, objects_for, owner_reference};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
 
@@ -55,7 +55,7 @@ pub async fn diff(
     let live_config = Api::<NetworkAddonsConfig>::all(client.clone())
         .get_opt(CONFIG_NAME)
         .await
-        .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {CONFIG_NAME}"), e))?;
+        .with_context(|| format!("read NetworkAddonsConfig {CONFIG_NAME}"))?;
     let owner = live_config.as_ref().and_then(owner_reference);
     let (mut objects, record) = objects_for(cr, &applied, settings, &cluster, owner.as_ref())?;
     objects.extend(record);
@@ -85,7 +85,7 @@ async fn change(client: &Client, object: &Value) -> Result<Change> {
     let live = api
         .get_opt(&id.name)
         .await
-        .map_err(|e| Error::wrap(format!("read {id}"), e))?;
+        .with_context(|| format!("read {id}"))?;
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
     let after = match api.patch(&id.name, &params, &Patch::Apply(object)).await {
         Ok(after) => after,
@@ -115,8 +115,7 @@ async fn change(client: &Client, object: &Value) -> Result<Change> {
 /// The object as YAML without what the server keeps for itself (managed fields, versions,
 /// uid, times) and without its status.
 fn to_yaml<T: serde::Serialize>(object: &T) -> Result<String> {
-    let mut value =
-        serde_json::to_value(object).map_err(|e| Error::wrap("serialise an object", e))?;
+    let mut value = serde_json::to_value(object).context("serialise an object")?;
     if let Some(map) = value.as_object_mut() {
         map.remove("status");
     }
@@ -132,7 +131,7 @@ fn to_yaml<T: serde::Serialize>(object: &T) -> Result<String> {
             meta.remove(key);
         }
     }
-    crate::yaml::to_string(&value).map_err(|e| Error::wrap("serialise an object as YAML", e))
+    crate::yaml::to_string(&value).context("serialise an object as YAML")
 }
 
 /// A unified diff (three lines of context) from `before` to `after`.
@@ -194,7 +193,7 @@ pub async fn diff_live(
 ) -> Result<String> {
     let client = Client::try_default()
         .await
-        .map_err(|e| Error::wrap("connect to the API server", e))?;
+        .context("connect to the API server")?;
     // A new MAC range is the one the operator in that cluster would make.
     let prefix = match prefix {
         Some(prefix) => prefix,

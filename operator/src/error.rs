@@ -9,7 +9,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// What was being done when the inner error happened; built by [`Error::wrap`].
+    /// What was being done when the inner error happened; built by [`Error::wrap`], which
+    /// [`Context`] calls on a `Result`.
     #[error("{0}: {1}")]
     Chain(String, #[source] Box<Error>),
     /// The API server refused a request, or could not be reached.
@@ -45,8 +46,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps a cause with what was being done: `Error::wrap("apply DaemonSet ns/a", e)`. The
-    /// text reads `context: cause`, and the cause stays reachable as the error's source.
+    /// Wraps a cause with what was being done: `Error::wrap("apply DaemonSet ns/a", e)`, or
+    /// `.context("apply DaemonSet ns/a")` on a `Result`. The text reads `context: cause`, and the
+    /// cause stays reachable as the error's source.
     pub fn wrap(context: impl Into<String>, cause: impl Into<Error>) -> Error {
         Error::Chain(context.into(), Box::new(cause.into()))
     }
@@ -55,6 +57,9 @@ impl Error {
         Error::Other(message.into())
     }
 }
+
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
 
 /// One line describing `e`: for an error the API server answered, its message (`Service "x" is
 /// invalid: spec.ports[0].protocol: Required value`), or its reason and code when it sent no

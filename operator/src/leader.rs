@@ -12,7 +12,7 @@ use kube::Client;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 
 use crate::apply::FIELD_MANAGER;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::manifests::OPERATOR_NAME;
 use crate::settings::Settings;
 
@@ -45,7 +45,7 @@ pub async fn while_leading(
         .with_field_manager(format!("{FIELD_MANAGER}-{identity}"))
         .build()
         .await
-        .map_err(|e| Error::wrap(format!("use Lease {}/{LEASE}", settings.namespace), e))?;
+        .with_context(|| format!("use Lease {}/{LEASE}", settings.namespace))?;
     tracing::info!(lease = LEASE, %identity, "waiting to lead");
     tokio::select! {
         acquired = acquire(&lease) => acquired?,

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::cluster::ClusterInfo;
 use crate::defaults::fill_defaults;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::labels;
 use crate::render::{render, RENDERED_KINDS};
 use crate::settings::{EnvValue, Settings};
@@ -88,7 +88,7 @@ pub fn deploy_files(settings: &Settings) -> Result<Vec<(&'static str, String)>> 
 }
 
 pub fn to_yaml<T: Serialize>(value: &T) -> Result<String> {
-    crate::yaml::to_string(value).map_err(|e| Error::wrap("serialise a manifest as YAML", e))
+    crate::yaml::to_string(value).context("serialise a manifest as YAML")
 }
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
@@ -300,7 +300,7 @@ fn role(settings: &Settings) -> Result<Role> {
     for object in every_rendered_object(settings)? {
         if object["kind"] == "Role" {
             let granted: Vec<PolicyRule> = serde_json::from_value(object["rules"].clone())
-                .map_err(|e| Error::wrap("read the rules of a rendered role", e))?;
+                .context("read the rules of a rendered role")?;
             for granted in granted {
                 if !rules.contains(&granted) {
                     rules.push(granted);

@@ -14,7 +14,7 @@ use http::StatusCode;
 use http_endpoint::Reply;
 use tokio::net::TcpListener;
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// The default address of the endpoint: every interface (the kubelet probes the pod's IP).
 pub const DEFAULT_ADDRESS: &str = ":8080";
@@ -122,7 +122,7 @@ pub fn parse_address(s: &str) -> Result<SocketAddr> {
 pub async fn bind(address: SocketAddr) -> Result<TcpListener> {
     TcpListener::bind(address)
         .await
-        .map_err(|e| Error::wrap(format!("listen on {address} for probes and metrics"), e))
+        .with_context(|| format!("listen on {address} for probes and metrics"))
 }
 
 /// Serves the endpoint on `listener` until the task is dropped.

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::apply::Identity;
 use crate::cluster::ClusterInfo;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::labels;
 use crate::spec::NetworkAddonsConfigSpec;
 use crate::status::{self, Absent, ComponentHealth};
@@ -50,13 +50,13 @@ pub async fn progress(
             continue;
         }
         let seen = workloads.get(&id).map(serde_json::to_value).transpose();
-        let seen = seen.map_err(|e| Error::wrap(format!("read {id}"), e))?;
+        let seen = seen.with_context(|| format!("read {id}"))?;
         let mut unavailable_pods = 0;
         let (line, fingerprint, selector) = match (id.kind.as_str(), seen) {
             (_, None) => (format!("{id} is missing"), String::new(), None),
             ("DaemonSet", Some(seen)) => {
-                let ds: DaemonSet = serde_json::from_value(seen)
-                    .map_err(|e| Error::wrap(format!("read {id}"), e))?;
+                let ds: DaemonSet =
+                    serde_json::from_value(seen).with_context(|| format!("read {id}"))?;
                 let Some(line) = status::daemonset_progress(&ds) else {
                     continue;
                 };
@@ -72,8 +72,8 @@ pub async fn progress(
                 )
             }
             ("Deployment", Some(seen)) => {
-                let d: Deployment = serde_json::from_value(seen)
-                    .map_err(|e| Error::wrap(format!("read {id}"), e))?;
+                let d: Deployment =
+                    serde_json::from_value(seen).with_context(|| format!("read {id}"))?;
                 let Some(line) = status::deployment_progress(&d) else {
                     continue;
                 };
@@ -91,7 +91,7 @@ pub async fn progress(
             let list = pods
                 .list(&ListParams::default().labels(&labels))
                 .await
-                .map_err(|e| Error::wrap(format!("list the pods of {id}"), e))?;
+                .with_context(|| format!("list the pods of {id}"))?;
             problems = status::image_pull_problems(&list.items);
             if problems.is_empty() && unavailable_pods > 0 {
                 if nodes.is_none() {
@@ -99,7 +99,7 @@ pub async fn progress(
                     let list = api
                         .list(&ListParams::default())
                         .await
-                        .map_err(|e| Error::wrap("list the nodes".to_string(), e))?;
+                        .context("list the nodes")?;
                     nodes = Some(list.items);
                 }
                 let down = status::nodes_down(&list.items, nodes.as_deref().unwrap_or_default());

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::endpoint::{Endpoint, Stream};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::jsonrpc::{self, Decoder, Message};
 use crate::transact::{text, Reply};
 use crate::DATABASE;
@@ -28,7 +28,7 @@ impl Client {
     pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Client> {
         let stream = endpoint
             .connect(timeout)
-            .map_err(|e| Error::wrap(format!("cannot reach OVSDB at {endpoint}"), e))?;
+            .with_context(|| format!("cannot reach OVSDB at {endpoint}"))?;
         Ok(Client {
             stream,
             endpoint: endpoint.clone(),

@@ -1,5 +1,6 @@
 //! What can go wrong talking to OVSDB. Each variant says one thing; what was being done when it
-//! happened is added by [`Error::wrap`], and the cause is the error's `source`.
+//! happened is added by [`Context`] on a `Result` (by [`Error::wrap`] elsewhere), and the cause is
+//! the error's `source`.
 
 use std::fmt::Write as _;
 use std::io;
@@ -98,6 +99,9 @@ impl Error {
         out
     }
 }
+
+// `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
+error_context::context_trait!(Error, Error::wrap);
 
 #[cfg(test)]
 mod tests {

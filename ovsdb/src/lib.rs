@@ -21,7 +21,7 @@ pub mod transact;
 pub use client::Client;
 pub use datum::{map, map_items, named_uuid, rows, set, set_items, uuid, uuid_of};
 pub use endpoint::Endpoint;
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};
 pub use transact::{OpFailure, Reply};
 
 /// The database every Open vSwitch table lives in.

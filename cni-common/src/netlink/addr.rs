@@ -6,7 +6,7 @@ use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::Netlink;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 // ip addr
 impl Netlink {
@@ -35,7 +35,7 @@ impl Netlink {
         req.header.index = index;
         let replies = self
             .dump(RouteNetlinkMessage::GetAddress(req))
-            .map_err(|e| Error::wrap(doing.to_string(), e))?;
+            .context(doing)?;
         let mut addrs = Vec::with_capacity(replies.len());
         for reply in replies {
             let RouteNetlinkMessage::NewAddress(msg) = reply else {
@@ -64,7 +64,7 @@ impl Netlink {
     pub fn addr_del(&self, index: u32, addr: IpNetwork) -> Result<()> {
         let msg = address_message(index, addr);
         self.ack(RouteNetlinkMessage::DelAddress(msg), 0)
-            .map_err(|e| Error::wrap(format!("ip addr del {addr} dev {index}"), e))
+            .with_context(|| format!("ip addr del {addr} dev {index}"))
     }
 
     /// `ip addr add <addr> dev <index>`. IPv4 addresses get the subnet's broadcast address, as
@@ -83,7 +83,7 @@ impl Netlink {
             RouteNetlinkMessage::NewAddress(msg),
             NLM_F_CREATE | NLM_F_EXCL,
         )
-        .map_err(|e| Error::wrap(format!("ip addr add {addr} dev {index}"), e))
+        .with_context(|| format!("ip addr add {addr} dev {index}"))
     }
 }
 

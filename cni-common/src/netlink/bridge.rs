@@ -12,7 +12,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::link::{link_message, link_message_named};
 use super::{BridgePortSettings, Link, Netlink};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// `bridge link set dev <port> hairpin on|off isolated on|off`; None leaves a flag alone.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -175,7 +175,7 @@ impl Netlink {
             LinkInfo::PortData(InfoPortData::BridgePort(attrs)),
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(|e| Error::wrap(format!("bridge link set dev {index} {port:?}"), e))
+            .with_context(|| format!("bridge link set dev {index} {port:?}"))
     }
 
     /// `bridge link set dev <index> [priority P] [cost C] [hairpin on|off]`: a port's STP
@@ -191,7 +191,7 @@ impl Netlink {
             LinkInfo::PortData(InfoPortData::BridgePort(attrs)),
         ]));
         self.ack(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(|e| Error::wrap(format!("bridge link set dev {index} {settings:?}"), e))
+            .with_context(|| format!("bridge link set dev {index} {settings:?}"))
     }
 
     /// `bridge vlan add dev <index> vid <vid> [pvid] [untagged] master`, every VLAN in one
@@ -201,12 +201,8 @@ impl Netlink {
             return Ok(());
         }
         let msg = port_vlan_message(index, vlans);
-        self.ack(RouteNetlinkMessage::SetLink(msg), 0).map_err(|e| {
-            Error::wrap(
-                format!("bridge vlan add dev {index} vid {}", vids_text(vlans)),
-                e,
-            )
-        })
+        self.ack(RouteNetlinkMessage::SetLink(msg), 0)
+            .with_context(|| format!("bridge vlan add dev {index} vid {}", vids_text(vlans)))
     }
 
     /// `bridge vlan del dev <index> vid <vid> master`, every VLAN in one request.
@@ -215,12 +211,8 @@ impl Netlink {
             return Ok(());
         }
         let msg = port_vlan_message(index, vlans);
-        self.ack(RouteNetlinkMessage::DelLink(msg), 0).map_err(|e| {
-            Error::wrap(
-                format!("bridge vlan del dev {index} vid {}", vids_text(vlans)),
-                e,
-            )
-        })
+        self.ack(RouteNetlinkMessage::DelLink(msg), 0)
+            .with_context(|| format!("bridge vlan del dev {index} vid {}", vids_text(vlans)))
     }
 
     /// `bridge vlan show dev <index>`. The kernel only reports port VLANs in a dump of every
@@ -228,7 +220,7 @@ impl Netlink {
     pub fn bridge_vlan_show(&self, index: u32) -> Result<Vec<PortVlan>> {
         Ok(self
             .bridge_vlan_show_all()
-            .map_err(|e| Error::wrap(format!("bridge vlan show dev {index}"), e))?
+            .with_context(|| format!("bridge vlan show dev {index}"))?
             .remove(&index)
             .unwrap_or_default())
     }
@@ -241,7 +233,7 @@ impl Netlink {
             .push(LinkAttribute::ExtMask(vec![LinkExtentMask::Brvlan]));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::wrap("bridge vlan show", e))?;
+            .context("bridge vlan show")?;
         let mut ports = BTreeMap::new();
         for reply in replies {
             let RouteNetlinkMessage::NewLink(msg) = reply else {
@@ -283,7 +275,7 @@ impl Netlink {
         req.attributes.push(LinkAttribute::Controller(master));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::wrap(format!("ip link show master {master}"), e))?;
+            .with_context(|| format!("ip link show master {master}"))?;
         Ok(replies
             .into_iter()
             .filter_map(|m| match m {

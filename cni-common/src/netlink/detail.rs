@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use super::{Link, Netlink};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// A bridge's own settings, in the kernel's units: times in hundredths of a second (clock_t).
 /// None leaves a setting alone when setting, and is never None when read back.
@@ -261,7 +261,7 @@ impl Netlink {
     pub fn link_list_details(&self) -> Result<Vec<LinkDetails>> {
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
-            .map_err(|e| Error::wrap("ip -d link show", e))?;
+            .context("ip -d link show")?;
         Ok(replies
             .into_iter()
             .filter_map(|m| match m {
@@ -279,7 +279,7 @@ impl Netlink {
             return Ok(());
         }
         self.set_kind_data(index, "bridge", InfoData::Bridge(attrs))
-            .map_err(|e| Error::wrap(format!("ip link set {index} type bridge {settings}"), e))
+            .with_context(|| format!("ip link set {index} type bridge {settings}"))
     }
 
     /// `ip link set <index> type bond [mode M] [miimon N] ...`: only the settings that are Some.
@@ -289,7 +289,7 @@ impl Netlink {
             return Ok(());
         }
         self.set_kind_data(index, "bond", InfoData::Bond(attrs))
-            .map_err(|e| Error::wrap(format!("ip link set {index} type bond {settings}"), e))
+            .with_context(|| format!("ip link set {index} type bond {settings}"))
     }
 
     /// An RTM_NEWLINK on an existing link carrying its kind and kind data: how `ip link set

@@ -15,7 +15,7 @@ use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::Socket;
 
 use super::{align, Link, RECV_BUF};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::netns::NetNs;
 
 /// RTNLGRP_LINK: RTM_NEWLINK and RTM_DELLINK of every link in the namespace.
@@ -57,12 +57,9 @@ impl LinkEvents {
             socket.add_membership(RTNLGRP_LINK)?;
             Ok(socket)
         };
-        let socket = open().map_err(|e| {
-            Error::wrap(
-                "subscribing to link notifications",
-                Error::system(format!("netlink socket: {e}")),
-            )
-        })?;
+        let socket = open()
+            .map_err(|e| Error::system(format!("netlink socket: {e}")))
+            .context("subscribing to link notifications")?;
         Ok(LinkEvents {
             socket,
             buf: Vec::with_capacity(RECV_BUF),
@@ -71,12 +68,8 @@ impl LinkEvents {
 
     /// Subscribes in `ns`: the socket is created on a thread inside `ns` and stays there.
     pub fn subscribe_in(ns: &NetNs) -> Result<LinkEvents> {
-        ns.run(LinkEvents::subscribe).map_err(|e| {
-            Error::wrap(
-                format!("link notifications in netns {}", ns.path().display()),
-                e,
-            )
-        })
+        ns.run(LinkEvents::subscribe)
+            .with_context(|| format!("link notifications in netns {}", ns.path().display()))
     }
 
     /// Non-blocking, [`LinkEvents::recv`] fails with `WouldBlock` when nothing is queued.

@@ -10,7 +10,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{BondSettings, Netlink, IFNAMSIZ};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
 
@@ -160,7 +160,7 @@ impl Netlink {
             return Ok(None);
         }
         self.get_link(link_message_named(name))
-            .map_err(|e| Error::wrap(format!("ip link show {name}"), e))
+            .with_context(|| format!("ip link show {name}"))
     }
 
     /// `ip link show type <kind>`: every link of that kind in the namespace ("bridge", "veth",
@@ -174,7 +174,7 @@ impl Netlink {
             )]));
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(req))
-            .map_err(|e| Error::wrap(format!("ip link show type {kind}"), e))?;
+            .with_context(|| format!("ip link show type {kind}"))?;
         Ok(replies
             .into_iter()
             .filter_map(|m| match m {
@@ -188,7 +188,7 @@ impl Netlink {
     /// `ip link show` by index; None when there is no such link.
     pub fn link_show_index(&self, index: u32) -> Result<Option<Link>> {
         self.get_link(link_message(index))
-            .map_err(|e| Error::wrap(format!("ip link show index {index}"), e))
+            .with_context(|| format!("ip link show index {index}"))
     }
 
     /// `ip link add <name> type veth peer name <peer_name> [netns N]`; returns the index of
@@ -263,63 +263,58 @@ impl Netlink {
     /// `ip link set <index> up`.
     pub fn link_set_up(&self, index: u32) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Up, true))
-            .map_err(|e| Error::wrap(format!("ip link set {index} up"), e))
+            .with_context(|| format!("ip link set {index} up"))
     }
 
     /// `ip link set <index> down`.
     pub fn link_set_down(&self, index: u32) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Up, false))
-            .map_err(|e| Error::wrap(format!("ip link set {index} down"), e))
+            .with_context(|| format!("ip link set {index} down"))
     }
 
     /// `ip link set <index> mtu <mtu>`.
     pub fn link_set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::Mtu(mtu)))
-            .map_err(|e| Error::wrap(format!("ip link set {index} mtu {mtu}"), e))
+            .with_context(|| format!("ip link set {index} mtu {mtu}"))
     }
 
     /// `ip link set <index> address <mac>`.
     pub fn link_set_address(&self, index: u32, mac: &MacAddr) -> Result<()> {
         let attr = LinkAttribute::Address(mac.octets().to_vec());
         self.set_link(link_message_attr(index, attr))
-            .map_err(|e| Error::wrap(format!("ip link set {index} address {mac}"), e))
+            .with_context(|| format!("ip link set {index} address {mac}"))
     }
 
     /// `ip link set <index> promisc on|off`.
     pub fn link_set_promisc(&self, index: u32, on: bool) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Promisc, on))
-            .map_err(|e| Error::wrap(format!("ip link set {index} promisc {}", on_off(on)), e))
+            .with_context(|| format!("ip link set {index} promisc {}", on_off(on)))
     }
 
     /// `ip link set <index> allmulticast on|off`.
     pub fn link_set_allmulti(&self, index: u32, on: bool) -> Result<()> {
         self.set_link(link_message_flag(index, LinkFlags::Allmulti, on))
-            .map_err(|e| {
-                Error::wrap(
-                    format!("ip link set {index} allmulticast {}", on_off(on)),
-                    e,
-                )
-            })
+            .with_context(|| format!("ip link set {index} allmulticast {}", on_off(on)))
     }
 
     /// `ip link set <index> txqueuelen <len>`.
     pub fn link_set_txqlen(&self, index: u32, len: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::TxQueueLen(len)))
-            .map_err(|e| Error::wrap(format!("ip link set {index} txqueuelen {len}"), e))
+            .with_context(|| format!("ip link set {index} txqueuelen {len}"))
     }
 
     /// `ip link set <index> name <name>`.
     pub fn link_set_name(&self, index: u32, name: &str) -> Result<()> {
         let attr = LinkAttribute::IfName(name.to_string());
         self.set_link(link_message_attr(index, attr))
-            .map_err(|e| Error::wrap(format!("ip link set {index} name {name}"), e))
+            .with_context(|| format!("ip link set {index} name {name}"))
     }
 
     /// `ip link set <index> alias <alias>`.
     pub fn link_set_alias(&self, index: u32, alias: &str) -> Result<()> {
         let attr = LinkAttribute::IfAlias(alias.to_string());
         self.set_link(link_message_attr(index, attr))
-            .map_err(|e| Error::wrap(format!("ip link set {index} alias {alias}"), e))
+            .with_context(|| format!("ip link set {index} alias {alias}"))
     }
 
     /// `ip link set dev <name> up`, naming the link instead of giving its index.
@@ -328,30 +323,26 @@ impl Netlink {
         msg.header.flags.set(LinkFlags::Up, true);
         msg.header.change_mask |= LinkFlags::Up;
         self.set_link(msg)
-            .map_err(|e| Error::wrap(format!("ip link set dev {name} up"), e))
+            .with_context(|| format!("ip link set dev {name} up"))
     }
 
     /// `ip link set <index> netns <ns>`.
     pub fn link_set_netns(&self, index: u32, ns: &NetNs) -> Result<()> {
         let attr = LinkAttribute::NetNsFd(ns.as_raw_fd());
-        self.set_link(link_message_attr(index, attr)).map_err(|e| {
-            Error::wrap(
-                format!("ip link set {index} netns {}", ns.path().display()),
-                e,
-            )
-        })
+        self.set_link(link_message_attr(index, attr))
+            .with_context(|| format!("ip link set {index} netns {}", ns.path().display()))
     }
 
     /// `ip link set <index> master <master>`.
     pub fn link_set_master(&self, index: u32, master: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::Controller(master)))
-            .map_err(|e| Error::wrap(format!("ip link set {index} master {master}"), e))
+            .with_context(|| format!("ip link set {index} master {master}"))
     }
 
     /// `ip link set <index> nomaster`: IFLA_MASTER 0 releases the link from its controller.
     pub fn link_set_nomaster(&self, index: u32) -> Result<()> {
         self.set_link(link_message_attr(index, LinkAttribute::Controller(0)))
-            .map_err(|e| Error::wrap(format!("ip link set {index} nomaster"), e))
+            .with_context(|| format!("ip link set {index} nomaster"))
     }
 
     /// `ip link add <name> type dummy`; what `ip link show` says of the new link.
@@ -402,7 +393,7 @@ impl Netlink {
         }
         msg.attributes.push(LinkAttribute::LinkInfo(info));
         self.ack(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
-            .map_err(|e| Error::wrap(doing(), e))?;
+            .with_context(doing)?;
         // RTM_NEWLINK does not return the new index (NLM_F_ECHO for it needs Linux 6.3); ask.
         match self.link_show(name)? {
             Some(link) => Ok(link),

@@ -11,7 +11,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 
 use super::link::{link_message, link_message_named};
 use super::Netlink;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::mac::MacAddr;
 
 /// The modes [`Netlink::link_add_macvtap`] accepts.
@@ -61,7 +61,7 @@ impl Netlink {
             let mac = mac.map(|m| format!(" address {m}")).unwrap_or_default();
             format!("ip link add {name} link {parent}{mtu}{mac} type macvtap mode {mode}")
         };
-        let kernel_mode = parse_mode(mode).map_err(|e| Error::wrap(doing(), e))?;
+        let kernel_mode = parse_mode(mode).with_context(doing)?;
         let mut msg = link_message_named(name);
         msg.attributes.push(LinkAttribute::Link(parent));
         if let Some(mtu) = mtu {

@@ -17,7 +17,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::{Socket, SocketAddr};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::netns::NetNs;
 
 mod addr;
@@ -107,7 +107,7 @@ struct Requests {
 impl Netlink {
     /// A socket in the calling thread's namespace.
     pub fn current() -> Result<Netlink> {
-        let socket = open_socket().map_err(|e| Error::wrap("opening a netlink socket", e))?;
+        let socket = open_socket().context("opening a netlink socket")?;
         Ok(Netlink {
             socket,
             state: Mutex::new(Requests {
@@ -120,12 +120,8 @@ impl Netlink {
     /// A socket in `ns`. A netlink socket stays in the namespace it was created in, so it is
     /// created on a thread inside `ns`; the caller's thread never moves.
     pub fn in_netns(ns: &NetNs) -> Result<Netlink> {
-        ns.run(Netlink::current).map_err(|e| {
-            Error::wrap(
-                format!("netlink socket in netns {}", ns.path().display()),
-                e,
-            )
-        })
+        ns.run(Netlink::current)
+            .with_context(|| format!("netlink socket in netns {}", ns.path().display()))
     }
 
     /// Sends `msg` with NLM_F_REQUEST | `flags` and collects the replies: until the ACK (or

@@ -11,7 +11,7 @@ use netlink_packet_route::route::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::Netlink;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// One route of `ip route show dev <index>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,9 +118,9 @@ impl Netlink {
             RouteNetlinkMessage::NewRoute(msg),
             NLM_F_CREATE | NLM_F_EXCL,
         )
-        .map_err(|e| {
+        .with_context(|| {
             let via = route.gw.map(|g| format!(" via {g}")).unwrap_or_default();
-            Error::wrap(format!("ip route add {network}{via} dev {index}"), e)
+            format!("ip route add {network}{via} dev {index}")
         })
     }
 
@@ -136,7 +136,7 @@ impl Netlink {
         req.attributes.push(RouteAttribute::Oif(index));
         let replies = self
             .dump(RouteNetlinkMessage::GetRoute(req))
-            .map_err(|e| Error::wrap(format!("ip route show dev {index}"), e))?;
+            .with_context(|| format!("ip route show dev {index}"))?;
         let mut routes = Vec::new();
         for reply in replies {
             let RouteNetlinkMessage::NewRoute(msg) = reply else {
@@ -181,7 +181,7 @@ impl Netlink {
         };
         let replies = self
             .dump(RouteNetlinkMessage::GetRoute(req))
-            .map_err(|e| Error::wrap("ip route show table all", e))?;
+            .context("ip route show table all")?;
         let mut routes = Vec::new();
         for reply in replies {
             let RouteNetlinkMessage::NewRoute(msg) = reply else {
@@ -220,7 +220,7 @@ impl Netlink {
             msg.attributes.push(RouteAttribute::Priority(metric));
         }
         self.ack(RouteNetlinkMessage::DelRoute(msg), 0)
-            .map_err(|e| Error::wrap(format!("ip route del {dst} table {}", route.table), e))
+            .with_context(|| format!("ip route del {dst} table {}", route.table))
     }
 }
 

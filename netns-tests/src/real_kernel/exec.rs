@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{Error, Result};
+use super::{Context, Error, Result};
 
 /// `program arg...`, for messages.
 pub(crate) fn describe(cmd: &Command) -> String {
@@ -19,7 +19,7 @@ pub(crate) fn output_ok(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| Error::wrap(format!("cannot run `{}`", describe(cmd)), e))?;
+        .with_context(|| format!("cannot run `{}`", describe(cmd)))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {

@@ -26,7 +26,7 @@ pub mod setup;
 
 use std::path::{Path, PathBuf};
 
-pub use error::{Error, Result};
+pub use error::{Context, Error, Result};
 
 /// Set to `1` inside the guest by [`run`].
 pub const GUEST_ENV: &str = "REAL_KERNEL_GUEST";

@@ -23,7 +23,7 @@ use wait_timeout::ChildExt;
 use super::console::{copy_streaming, keep_console, split_console};
 use super::exec::{is_executable, on_path};
 use super::setup::{is_our_guest_init, virtme_guest_bin};
-use super::{cache_dir, repo_root, require_root, Error, Result};
+use super::{cache_dir, repo_root, require_root, Context, Error, Result};
 
 // The run's parts that have modules of their own are part of `run`'s API all the same.
 pub use super::cli::{resolve_env, RunOptions};
@@ -87,7 +87,7 @@ pub fn run(
     let tmp = tempfile::Builder::new()
         .prefix("cni-real-kernel.")
         .tempdir_in("/tmp")
-        .map_err(|e| Error::wrap("cannot create a directory in /tmp", e))?;
+        .context("cannot create a directory in /tmp")?;
     let out_dir = tmp.path().join("out");
     fs::create_dir(&out_dir).map_err(|e| Error::io("cannot create", &out_dir, e))?;
     let script = tmp.path().join("guest.sh");
@@ -119,12 +119,9 @@ pub fn run(
     .process_group(0);
 
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        Error::wrap(
-            format!("cannot start {}", venv_bin.join("vng").display()),
-            e,
-        )
-    })?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", venv_bin.join("vng").display()))?;
     let child_stdout = child.stdout.take();
     let child_stderr = child.stderr.take();
     let mut console = fs::File::create(&console_path)
@@ -220,8 +217,8 @@ fn installed_kernel(dir: &Path) -> Result<(PathBuf, String)> {
 /// Waits for virtme-ng; past `timeout` stops its whole process group (QEMU included), first
 /// politely, then after 10 s for good.
 fn wait_or_kill(child: &mut Child, timeout: Duration) -> Result<VngEnd> {
-    let wait_err = |e| Error::wrap("waiting for virtme-ng", e);
-    if let Some(status) = child.wait_timeout(timeout).map_err(wait_err)? {
+    const WAITING: &str = "waiting for virtme-ng";
+    if let Some(status) = child.wait_timeout(timeout).context(WAITING)? {
         return Ok(VngEnd::Exited(exit_code(status)));
     }
     // The group's id is the child's pid (process_group(0)).
@@ -229,11 +226,11 @@ fn wait_or_kill(child: &mut Child, timeout: Duration) -> Result<VngEnd> {
     let _ = killpg(group, Signal::SIGTERM);
     if child
         .wait_timeout(Duration::from_secs(10))
-        .map_err(wait_err)?
+        .context(WAITING)?
         .is_none()
     {
         let _ = killpg(group, Signal::SIGKILL);
-        child.wait().map_err(wait_err)?;
+        child.wait().context(WAITING)?;
     }
     Ok(VngEnd::TimedOut)
 }

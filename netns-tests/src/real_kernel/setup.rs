@@ -12,7 +12,7 @@ use nix::fcntl::{Flock, FlockArg};
 use tracing::{info, warn};
 
 use super::exec::{is_executable, output_ok, succeeds};
-use super::{cache_dir, require_root, Error, Result, PACKAGE_ENV};
+use super::{cache_dir, require_root, Context, Error, Result, PACKAGE_ENV};
 
 /// virtme-ng from PyPI, pinned: the version the tier was written and measured against.
 pub const VIRTME_NG_VERSION: &str = "1.42";
@@ -138,7 +138,7 @@ fn install_apt_packages(apt: &mut Apt) -> Result<()> {
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
-        .map_err(|e| Error::wrap("cannot run dpkg-query", e))?;
+        .context("cannot run dpkg-query")?;
     let missing = missing_packages(APT_PACKAGES, &String::from_utf8_lossy(&out.stdout));
     if missing.is_empty() {
         return Ok(());
@@ -396,7 +396,7 @@ fn fetch_kernel(dir: &Path, package: &str, abi: &str, apt: &mut Apt) -> Result<(
     let root = tmp.path().join("root");
     fs::create_dir(&root).map_err(|e| Error::io("cannot create", &root, e))?;
     output_ok(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))
-        .map_err(|e| Error::wrap(format!("cannot extract {}", deb.display()), e))?;
+        .with_context(|| format!("cannot extract {}", deb.display()))?;
     if !root.join(format!("boot/vmlinuz-{abi}")).is_file()
         || !root.join(format!("lib/modules/{abi}")).is_dir()
     {
@@ -423,13 +423,10 @@ fn fetch_kernel(dir: &Path, package: &str, abi: &str, apt: &mut Apt) -> Result<(
             .map_err(|e| Error::io("cannot mark complete", &kdir, e))?;
         Ok(())
     };
-    install().map_err(|e| {
-        Error::wrap(
-            format!(
-                "cannot install the kernel from {deb_name} under {}",
-                dir.display()
-            ),
-            e,
+    install().with_context(|| {
+        format!(
+            "cannot install the kernel from {deb_name} under {}",
+            dir.display()
         )
     })?;
     Ok(())

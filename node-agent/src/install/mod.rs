@@ -29,7 +29,7 @@ use tracing::info_span;
 
 use crate::atomic::{self, Temp};
 use crate::digest::{self, short};
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::lock::DirLock;
 use crate::record::{Record, MODE};
 use crate::verify;
@@ -141,7 +141,7 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
             Decision::Keep(action) => action,
             Decision::Write(action) => {
                 write_plugin(to, &name, &plan.source, &plan.source_sha256, action, record)
-                    .map_err(|e| Error::wrap(format!("installing {name}"), e))?
+                    .with_context(|| format!("installing {name}"))?
             }
             // refuse_foreign returned early for these.
             Decision::Refuse(why) | Decision::Impossible(why) => {
@@ -149,8 +149,8 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
             }
         };
         // The name itself answers, whether it was just written or already there.
-        let version = verify::version(&to.join(&name))
-            .map_err(|e| Error::wrap(format!("checking {name}"), e))?;
+        let version =
+            verify::version(&to.join(&name)).with_context(|| format!("checking {name}"))?;
         let outcome = Outcome {
             name,
             source: plan.source_name,

@@ -36,7 +36,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patc
 use kube::{Api, Client};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::labels;
 use kinds::{RenderedKind, RENDERED_KINDS};
 use takeover::take_over;
@@ -280,7 +280,7 @@ async fn take_over_and_apply(
 async fn read(api: &Api<DynamicObject>, id: &Identity) -> Result<Option<DynamicObject>> {
     api.get_opt(&id.name)
         .await
-        .map_err(|e| Error::wrap(format!("read {id}"), e))
+        .with_context(|| format!("read {id}"))
 }
 
 /// Server-side applies `object`; when that is refused because it changes an immutable field,
@@ -336,7 +336,7 @@ async fn wait_gone(api: &Api<DynamicObject>, id: &Identity) -> Result<()> {
         let existing = api
             .get_opt(&id.name)
             .await
-            .map_err(|e| Error::wrap(format!("read {id} while it is deleted"), e))?;
+            .with_context(|| format!("read {id} while it is deleted"))?;
         if existing.is_none() {
             return Ok(());
         }
@@ -350,7 +350,7 @@ async fn wait_gone(api: &Api<DynamicObject>, id: &Identity) -> Result<()> {
 async fn ssa(api: &Api<DynamicObject>, id: &Identity, object: &Value) -> Result<DynamicObject> {
     ssa_raw(api, object)
         .await
-        .map_err(|e| Error::wrap(format!("apply {id}"), e))
+        .with_context(|| format!("apply {id}"))
 }
 
 async fn ssa_raw(

@@ -17,7 +17,7 @@ use kube::Api;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// The operation of a server-side apply entry.
 const APPLY: &str = "Apply";
@@ -49,7 +49,7 @@ where
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(drop)
-        .map_err(|e| Error::wrap(format!("take over the fields of {what}"), e))
+        .with_context(|| format!("take over the fields of {what}"))
 }
 
 /// `managed` with the fields of every previous author of `rendered` (in `subresource`, or the

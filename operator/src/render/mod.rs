@@ -25,7 +25,7 @@ pub mod tls;
 use serde_json::Value;
 
 use crate::cluster::ClusterInfo;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::settings::Settings;
 use crate::spec::{Component, NetworkAddonsConfigSpec};
 
@@ -96,10 +96,7 @@ pub fn to_yaml(objects: &[Rendered]) -> Result<String> {
     let mut out = String::new();
     for r in objects {
         out.push_str("---\n");
-        out.push_str(
-            &crate::yaml::to_string(&r.object)
-                .map_err(|e| Error::wrap("serialise an object as YAML", e))?,
-        );
+        out.push_str(&crate::yaml::to_string(&r.object).context("serialise an object as YAML")?);
     }
     Ok(out)
 }

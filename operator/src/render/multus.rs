@@ -27,7 +27,7 @@ use serde_json::json;
 
 use super::common::{self, Ctx, Identity};
 use super::Rendered;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::spec::Component;
 
 pub const NAD_CRD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
@@ -158,8 +158,7 @@ fn daemon_config(ctx: &Ctx) -> Result<ConfigMap> {
         "multusConfigFile": "auto",
         "socketDir": "/host/run/multus/",
     });
-    let text = serde_json::to_string_pretty(&config)
-        .map_err(|e| Error::wrap("serialise the multus config", e))?;
+    let text = serde_json::to_string_pretty(&config).context("serialise the multus config")?;
     Ok(ConfigMap {
         metadata: common::meta(ctx, DAEMON_CONFIG, Some(COMPONENT)),
         data: Some(BTreeMap::from([(

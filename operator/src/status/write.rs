@@ -8,7 +8,7 @@ use serde_json::json;
 use super::same_ignoring_heartbeat;
 use crate::apply::takeover::{take_over, take_over_fields};
 use crate::apply::FIELD_MANAGER;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigStatus};
 
 /// Writes `after` as the status of `nac`, unless it is its status now but for heartbeats: one
@@ -39,7 +39,7 @@ pub async fn write(
         let live = api
             .get(&name)
             .await
-            .map_err(|e| Error::wrap(format!("read NetworkAddonsConfig {name}"), e))?;
+            .with_context(|| format!("read NetworkAddonsConfig {name}"))?;
         let what = format!("the status of NetworkAddonsConfig {name}");
         take_over(
             &api,
@@ -57,6 +57,6 @@ pub async fn write(
         &Patch::Apply(&body),
     )
     .await
-    .map_err(|e| Error::wrap(format!("write the status of {name}"), e))?;
+    .with_context(|| format!("write the status of {name}"))?;
     Ok(true)
 }

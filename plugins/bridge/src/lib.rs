@@ -25,7 +25,7 @@ use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
 use cni_common::sysctl::sysctl_write_if_present;
 use cni_common::version::{ResultFormat, SpecVersion};
-use cni_common::{Code, Error, Result, Rollback, Teardown};
+use cni_common::{Code, Context, Error, Result, Rollback, Teardown};
 use ipnetwork::IpNetwork;
 
 use crate::bridge::{ensure_bridge, unenforced_vlans_warning};
@@ -431,7 +431,7 @@ fn check_attachment(
             .ok_or_else(|| Error::system(format!("{ifname} does not exist in the container")))?;
         if let Some(pos) = pos {
             check_iface(&cnl, link.index, pos, prev)
-                .map_err(|e| Error::wrap(format!("{ifname} in the container"), e))?;
+                .with_context(|| format!("{ifname} in the container"))?;
         }
         Ok(link)
     })?;

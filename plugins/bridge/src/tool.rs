@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use cni_common::{Error, Result};
+use cni_common::{Context, Error, Result};
 
 /// Where `iptables` usually is, for runtimes that call plugins with a PATH without sbin.
 const FALLBACK_DIRS: &[&str] = &["/usr/sbin", "/sbin"];
@@ -33,14 +33,14 @@ pub(crate) fn run(binary: &Path, args: &[&str], stdin: Option<&str>) -> Result<S
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::wrap(format!("running {}", binary.display()), e))?;
+        .with_context(|| format!("running {}", binary.display()))?;
     if let (Some(script), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(script.as_bytes())
-            .map_err(|e| Error::wrap(format!("writing to {}", binary.display()), e))?;
+            .with_context(|| format!("writing to {}", binary.display()))?;
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| Error::wrap(format!("waiting for {}", binary.display()), e))?;
+        .with_context(|| format!("waiting for {}", binary.display()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(Error::system(format!(

@@ -13,7 +13,7 @@ use cni_common::netns::NetNs;
 use cni_common::result::{CniResult, Interface, IpConfig};
 use cni_common::skel::{Plugin, Request};
 use cni_common::version::ResultFormat;
-use cni_common::{ipam, Code, Error, Result, Rollback, Teardown};
+use cni_common::{ipam, Code, Context, Error, Result, Rollback, Teardown};
 
 use crate::config::{MacvtapConf, Settings, Source};
 use crate::macvtap::{device_link_names, is_macvtap, temp_name, Claim, Namespaces};
@@ -73,7 +73,7 @@ impl Plugin for Macvtap {
         let index = claim.index();
         if settings.promisc {
             ctr.link_set_promisc(index, true)
-                .map_err(|e| Error::wrap(format!("setting {} promiscuous", claim.name()), e))?;
+                .with_context(|| format!("setting {} promiscuous", claim.name()))?;
         }
         // Before the rename: the name the macvtap has now is unique on the node, which is how
         // its character device is told apart from other namespaces'.
@@ -85,9 +85,9 @@ impl Plugin for Macvtap {
             &mut rollback,
         )?;
         ctr.link_set_name(index, ifname)
-            .map_err(|e| Error::wrap(format!("renaming {} to {ifname}", claim.name()), e))?;
+            .with_context(|| format!("renaming {} to {ifname}", claim.name()))?;
         ctr.link_set_up(index)
-            .map_err(|e| Error::wrap(format!("setting {ifname} up"), e))?;
+            .with_context(|| format!("setting {ifname} up"))?;
 
         let mut result = CniResult {
             interfaces: vec![Interface {
@@ -111,9 +111,8 @@ impl Plugin for Macvtap {
                     .collect();
                 result.routes = ipam_result.routes;
                 result.dns = ipam_result.dns;
-                ipam::configure_iface(&ctr, index, 0, &result).map_err(|e| {
-                    Error::wrap(format!("configuring {ifname} with the IPAM result"), e)
-                })?;
+                ipam::configure_iface(&ctr, index, 0, &result)
+                    .with_context(|| format!("configuring {ifname} with the IPAM result"))?;
             }
         }
         // The config's DNS wins over IPAM's, as in the reference plugins.
@@ -211,7 +210,7 @@ impl Plugin for Macvtap {
             })?;
         let listed = &prev.interfaces[pos];
         if !listed.mac.is_empty() {
-            let mac = MacAddr::parse(&listed.mac).map_err(|e| Error::wrap("prevResult", e))?;
+            let mac = MacAddr::parse(&listed.mac).context("prevResult")?;
             check_mac(&link, mac, "prevResult lists")?;
         }
         if let Some(mtu) = listed.mtu {
@@ -244,11 +243,10 @@ impl Plugin for Macvtap {
                 )));
             }
         }
-        tap::check_node(ifname, link.index, settings.owner, settings.group)
-            .map_err(|e| Error::wrap("CHECK", e))?;
+        tap::check_node(ifname, link.index, settings.owner, settings.group).context("CHECK")?;
         if let Some(ipam_type) = req.conf.ipam_type() {
             ipam::exec_check(ipam_type, req)?;
-            ipam::check_iface(&ctr, link.index, pos, prev).map_err(|e| Error::wrap("CHECK", e))?;
+            ipam::check_iface(&ctr, link.index, pos, prev).context("CHECK")?;
         }
         Ok(())
     }

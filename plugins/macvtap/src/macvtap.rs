@@ -13,7 +13,7 @@ use cni_common::netns::NetNs;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use cni_common::{Error, Result, Rollback, Teardown};
+use cni_common::{Context, Error, Result, Rollback, Teardown};
 
 /// The kind the kernel reports for a macvtap.
 pub const KIND: &str = "macvtap";
@@ -149,7 +149,7 @@ impl<'a> Claim<'a> {
         }
         ns.host
             .link_set_netns(host_index, ns.ctr_ns)
-            .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
+            .with_context(|| format!("moving {name} into the container"))?;
         let claim = Claim::record(
             ns,
             Origin::DevicePlugin(original),
@@ -190,11 +190,11 @@ impl<'a> Claim<'a> {
         let index = ns
             .host
             .link_add_macvtap(name, parent.index, mode, mtu, mac)
-            .map_err(|e| Error::wrap(format!("creating a macvtap on {master}"), e))?;
+            .with_context(|| format!("creating a macvtap on {master}"))?;
         let claim = Claim::record(ns, Origin::Created, Place::Host(index), name, rollback);
         ns.host
             .link_set_netns(index, ns.ctr_ns)
-            .map_err(|e| Error::wrap(format!("moving {name} into the container"), e))?;
+            .with_context(|| format!("moving {name} into the container"))?;
         claim.place.set(Place::Moved);
         claim.locate()?;
         Ok(claim)
@@ -250,14 +250,16 @@ impl<'a> Claim<'a> {
     fn set_mtu_mac(&self, mtu: Option<u32>, mac: Option<&MacAddr>) -> Result<()> {
         let index = self.index();
         if let Some(mtu) = mtu {
-            self.ns.ctr.link_set_mtu(index, mtu).map_err(|e| {
-                Error::wrap(format!("setting the mtu of {} to {mtu}", self.name), e)
-            })?;
+            self.ns
+                .ctr
+                .link_set_mtu(index, mtu)
+                .with_context(|| format!("setting the mtu of {} to {mtu}", self.name))?;
         }
         if let Some(mac) = mac {
-            self.ns.ctr.link_set_address(index, mac).map_err(|e| {
-                Error::wrap(format!("setting the mac of {} to {mac}", self.name), e)
-            })?;
+            self.ns
+                .ctr
+                .link_set_address(index, mac)
+                .with_context(|| format!("setting the mac of {} to {mac}", self.name))?;
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use cni_common::{Code, Error, Result, Rollback, Teardown};
+use cni_common::{Code, Context, Error, Result, Rollback, Teardown};
 use nix::sys::stat::{major, makedev, minor, mknod, Mode, SFlag};
 
 const DEV_DIR: &str = "/dev";
@@ -185,7 +185,7 @@ pub fn check_node(netdev: &str, index: u32, owner: u32, group: u32) -> Result<()
             dev.netdev, dev.tap
         )),
         Node::Char { .. } => {
-            let meta = fs::metadata(&path).map_err(|e| Error::wrap(format!("stat {shown}"), e))?;
+            let meta = fs::metadata(&path).with_context(|| format!("stat {shown}"))?;
             if (meta.uid(), meta.gid()) != (owner, group) {
                 return fail(format!(
                     "{shown} is owned by {}:{}, configured {owner}:{group}",
@@ -229,8 +229,7 @@ pub fn remove_stale_nodes() -> Result<()> {
     if !Path::new(SYS_DEV_CHAR).is_dir() {
         return Ok(());
     }
-    let entries =
-        fs::read_dir(DEV_DIR).map_err(|e| Error::wrap(format!("listing {DEV_DIR}"), e))?;
+    let entries = fs::read_dir(DEV_DIR).with_context(|| format!("listing {DEV_DIR}"))?;
     let mut teardown = Teardown::new();
     for entry in entries.flatten() {
         if !entry.file_name().to_str().is_some_and(is_tap_name) {
@@ -317,8 +316,7 @@ fn char_device(major: u64, minor: u64) -> Option<CharDevice> {
 fn device_number(netdev: &str, tap: &str) -> Result<u64> {
     let major = macvtap_major()?;
     let prefix = format!("{major}:");
-    let entries = fs::read_dir(SYS_DEV_CHAR)
-        .map_err(|e| Error::wrap(format!("listing {SYS_DEV_CHAR}"), e))?;
+    let entries = fs::read_dir(SYS_DEV_CHAR).with_context(|| format!("listing {SYS_DEV_CHAR}"))?;
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(minor) = name
@@ -340,8 +338,8 @@ fn device_number(netdev: &str, tap: &str) -> Result<u64> {
 /// The macvtap driver's major number, from /proc/devices (dynamic; listed once the driver is in
 /// use, which it is once a macvtap exists).
 fn macvtap_major() -> Result<u64> {
-    let text = fs::read_to_string(PROC_DEVICES)
-        .map_err(|e| Error::wrap(format!("reading {PROC_DEVICES}"), e))?;
+    let text =
+        fs::read_to_string(PROC_DEVICES).with_context(|| format!("reading {PROC_DEVICES}"))?;
     parse_major(&text, "macvtap")
         .ok_or_else(|| Error::system(format!("{PROC_DEVICES} lists no macvtap character device")))
 }
@@ -359,7 +357,7 @@ fn parse_major(text: &str, driver: &str) -> Option<u64> {
 
 fn chown(path: &Path, owner: u32, group: u32) -> Result<()> {
     std::os::unix::fs::chown(path, Some(owner), Some(group))
-        .map_err(|e| Error::wrap(format!("chown {owner}:{group} {}", path.display()), e))
+        .with_context(|| format!("chown {owner}:{group} {}", path.display()))
 }
 
 fn remove(path: &Path) -> Result<()> {

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use cni_common::{Error, Result};
+use cni_common::{Context, Error, Result};
 use regex_lite::Regex;
 
 pub const ALLOWLIST_PATH: &str = "/etc/cni/tuning/allowlist.conf";
@@ -26,8 +26,9 @@ impl Allowlist {
     /// Reads the node's allowlist; only read when the config has sysctls.
     pub fn load(path: &Path) -> Result<Allowlist> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Allowlist::parse(&text)
-                .map_err(|e| Error::wrap(format!("allowlist {}", path.display()), e)),
+            Ok(text) => {
+                Allowlist::parse(&text).with_context(|| format!("allowlist {}", path.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Allowlist::none()),
             Err(e) => Err(Error::wrap(format!("reading {}", path.display()), e)),
         }

@@ -8,7 +8,7 @@ use cni_common::mac::MacAddr;
 use cni_common::node_policy::NodePolicy;
 use cni_common::skel::Request;
 use cni_common::sysctl::{sysctl_key_to_path, validate_sysctl_path};
-use cni_common::{Error, Result};
+use cni_common::{Context, Error, Result};
 use serde::Deserialize;
 
 use crate::allowlist::Allowlist;
@@ -146,7 +146,7 @@ fn resolve_sysctls(
             .map(|part| if part == "IFNAME" { ifname } else { part })
             .collect::<Vec<_>>()
             .join("/");
-        validate_sysctl_path(&path).map_err(|e| Error::wrap(format!("sysctl {key:?}"), e))?;
+        validate_sysctl_path(&path).with_context(|| format!("sysctl {key:?}"))?;
         let value = value.into_string();
         if value.contains('\n') || value.contains('\0') {
             return Err(Error::invalid_config(format!(

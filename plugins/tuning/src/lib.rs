@@ -14,7 +14,7 @@ use cni_common::result::CniResult;
 use cni_common::skel::{Plugin, Request};
 use cni_common::state::{attachment_file_name, StateDir, UNREADABLE};
 use cni_common::sysctl::{sysctl_read, sysctl_write};
-use cni_common::{Code, Error, Result, Rollback, Teardown};
+use cni_common::{Code, Context, Error, Result, Rollback, Teardown};
 
 use crate::allowlist::{Allowlist, ALLOWLIST_PATH};
 use crate::backup::Backup;
@@ -73,7 +73,7 @@ impl Plugin for Tuning {
             // Saved before the first change, so a crash part-way is still undone by DEL.
             store
                 .write(&file, &backup)
-                .map_err(|e| Error::wrap("saving the values to restore", e))?;
+                .context("saving the values to restore")?;
             // Still in the namespace: the sysctls are written on this trip.
             let sysctls = write_sysctls(&settings);
             Ok((nl, link, Some((backup, sysctls))))
@@ -326,7 +326,7 @@ fn read_sysctls(paths: &[String]) -> Result<BTreeMap<String, String>> {
 /// Writes the configured sysctls; called inside the namespace.
 fn write_sysctls(s: &Settings) -> Result<()> {
     s.sysctls.iter().try_for_each(|sc| {
-        sysctl_write(&sc.path, &sc.value).map_err(|e| Error::wrap(format!("sysctl {}", sc.key), e))
+        sysctl_write(&sc.path, &sc.value).with_context(|| format!("sysctl {}", sc.key))
     })
 }
 
@@ -335,24 +335,23 @@ fn set_link(nl: &Netlink, link: &Link, s: &Settings) -> Result<()> {
     let i = link.index;
     if let Some(mac) = s.mac {
         nl.link_set_address(i, &mac)
-            .map_err(|e| Error::wrap(format!("setting mac of {} to {mac}", link.name), e))?;
+            .with_context(|| format!("setting mac of {} to {mac}", link.name))?;
     }
     if s.promisc {
         nl.link_set_promisc(i, true)
-            .map_err(|e| Error::wrap(format!("setting {} promiscuous", link.name), e))?;
+            .with_context(|| format!("setting {} promiscuous", link.name))?;
     }
     if let Some(mtu) = s.mtu {
         nl.link_set_mtu(i, mtu)
-            .map_err(|e| Error::wrap(format!("setting mtu of {} to {mtu}", link.name), e))?;
+            .with_context(|| format!("setting mtu of {} to {mtu}", link.name))?;
     }
     if let Some(on) = s.allmulti {
-        nl.link_set_allmulti(i, on).map_err(|e| {
-            Error::wrap(format!("setting allmulticast of {} to {on}", link.name), e)
-        })?;
+        nl.link_set_allmulti(i, on)
+            .with_context(|| format!("setting allmulticast of {} to {on}", link.name))?;
     }
     if let Some(len) = s.tx_qlen {
         nl.link_set_txqlen(i, len)
-            .map_err(|e| Error::wrap(format!("setting txqueuelen of {} to {len}", link.name), e))?;
+            .with_context(|| format!("setting txqueuelen of {} to {len}", link.name))?;
     }
     Ok(())
 }
@@ -415,7 +414,7 @@ fn restore_sysctls(sysctl: &BTreeMap<String, String>) -> Vec<Error> {
         .filter(|(path, _)| Path::new("/proc/sys").join(path).exists())
         .filter_map(|(path, value)| {
             sysctl_write(path, value)
-                .map_err(|e| Error::wrap(format!("restoring sysctl {path}"), e))
+                .with_context(|| format!("restoring sysctl {path}"))
                 .err()
         })
         .collect()

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::Rendered;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::spec::Component;
 
 mod containers;
@@ -46,7 +46,6 @@ pub use workloads::{daemon_set, place, pod_template};
 pub fn to_rendered<T: Serialize>(component: Option<Component>, object: &T) -> Result<Rendered> {
     Ok(Rendered {
         component,
-        object: serde_json::to_value(object)
-            .map_err(|e| Error::wrap("serialise a rendered object", e))?,
+        object: serde_json::to_value(object).context("serialise a rendered object")?,
     })
 }

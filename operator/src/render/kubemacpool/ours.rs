@@ -17,7 +17,7 @@ use super::{
     WEBHOOK_PORT,
 };
 use crate::defaults::default_self_sign;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::render::common::{self, Ctx};
 use crate::render::tls;
 
@@ -141,8 +141,7 @@ pub(super) fn disruption_budget(ctx: &Ctx) -> Result<serde_json::Value> {
         }),
         status: None,
     };
-    let mut object =
-        serde_json::to_value(&budget).map_err(|e| Error::wrap("serialise a rendered object", e))?;
+    let mut object = serde_json::to_value(&budget).context("serialise a rendered object")?;
     object["apiVersion"] = "policy/v1".into();
     object["kind"] = "PodDisruptionBudget".into();
     if ctx.cluster.pdb_v1beta1 {
