@@ -5,8 +5,8 @@
 //! - `admission`: the AdmissionReview envelope; `patch`: what the two share;
 //! - `range`, `pool`: the range and the taken MACs; `claims`: the blocks each replica may
 //!   allocate from, arbitrated by the API server;
-//! - `watch`: pods, VMs (`held_vm`: what of them is read) and the range ConfigMap feeding the
-//!   pool; `state`: what the tasks share;
+//! - `watch`: pods, VMs (`held_pod`, `held_vm`: what of them is read; `reflector`: their list
+//!   and watch) and the range ConfigMap feeding the pool; `state`: what the tasks share;
 //! - `collisions`: MACs used by more than one running VMI or pod, reported; `opt_mode`: which
 //!   namespaces count, from the live webhook configuration;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
@@ -17,6 +17,7 @@ pub mod certs;
 pub mod claims;
 pub mod cli;
 pub mod collisions;
+pub mod held_pod;
 pub mod held_vm;
 pub mod manager;
 pub mod metrics;
@@ -25,6 +26,7 @@ pub mod patch;
 pub mod pod;
 pub mod pool;
 pub mod range;
+pub mod reflector;
 pub mod server;
 pub mod state;
 pub mod vm;

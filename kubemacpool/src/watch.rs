@@ -6,6 +6,7 @@
 //! Lists ask for any resourceVersion, so the API server answers from its watch cache: at
 //! 10,000 objects that is a fraction of a second, where paged quorum reads from etcd took
 //! upstream over a minute. Pods are watched as metadata only; a VM is read and dropped at once.
+//! Pods and VMs, which a start waits for, are listed and watched by [`crate::reflector`].
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
@@ -14,18 +15,20 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::claims::RENEW_EVERY;
 use crate::collisions::{User, LAUNCHER_LABEL};
+use crate::held_pod::HeldPod;
 use crate::held_vm::HeldVm;
 use crate::range::MacRange;
+use crate::reflector::{reflect, Kind};
 use crate::state::Shared;
 use crate::{opt_mode, pod};
 
@@ -85,111 +88,104 @@ impl Follower<'_> {
 }
 
 pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
-    let api: Api<PartialObjectMeta<Pod>> = Api::all(client);
-    let mut events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .boxed();
     let mut f = Follower {
         shared: &shared,
         prefix: "pod/",
         relisted: None,
     };
     let mut users: Option<BTreeSet<User>> = None;
-    loop {
-        match events.try_next().await {
-            Ok(Some(event)) => match event {
-                Event::Init => {
-                    users = Some(BTreeSet::new());
-                    f.init();
-                }
-                Event::InitApply(p) | Event::Apply(p) => {
-                    let holder = pod_holder(&p.namespace().unwrap_or_default(), &p.name_any());
-                    let macs = p
-                        .annotations()
-                        .get(pod::NETWORKS)
-                        .map(|n| pod::held_macs(n))
-                        .unwrap_or_default();
-                    let (user, uses) = (pod_user(&p), pod_uses(&p, &macs));
-                    if let Some(seen) = users.as_mut() {
-                        seen.insert(user.clone());
-                    }
-                    shared.collisions.set(user, uses);
-                    f.apply(holder, macs);
-                }
-                Event::Delete(p) => {
-                    shared.collisions.set(pod_user(&p), Vec::new());
-                    f.delete(&pod_holder(
-                        &p.namespace().unwrap_or_default(),
-                        &p.name_any(),
-                    ))
-                }
-                Event::InitDone => {
-                    if let Some(seen) = users.take() {
-                        shared.collisions.retain("pod", &seen);
-                    }
-                    f.init_done();
-                    if !shared.pods_synced.swap(true, Ordering::Relaxed) {
-                        info!(
-                            after_ms = shared.started.elapsed().as_millis() as u64,
-                            "pods listed"
-                        );
-                    }
-                }
-            },
-            Ok(None) => return,
-            Err(e) => warn!(error = %e, "watching pods"),
+    let kind = Kind {
+        path: HeldPod::url_path(&(), None),
+        metadata_only: true,
+        what: "pods",
+    };
+    let on = |event: Event<HeldPod>| match event {
+        Event::Init => {
+            users = Some(BTreeSet::new());
+            f.init();
         }
-    }
+        Event::InitApply(p) | Event::Apply(p) => {
+            let holder = pod_holder(&p.namespace().unwrap_or_default(), &p.name_any());
+            let macs = p
+                .annotations()
+                .get(pod::NETWORKS)
+                .map(|n| pod::held_macs(n))
+                .unwrap_or_default();
+            let (user, uses) = (pod_user(&p), pod_uses(&p, &macs));
+            if let Some(seen) = users.as_mut() {
+                seen.insert(user.clone());
+            }
+            f.shared.collisions.set(user, uses);
+            f.apply(holder, macs);
+        }
+        Event::Delete(p) => {
+            f.shared.collisions.set(pod_user(&p), Vec::new());
+            f.delete(&pod_holder(
+                &p.namespace().unwrap_or_default(),
+                &p.name_any(),
+            ))
+        }
+        Event::InitDone => {
+            if let Some(seen) = users.take() {
+                f.shared.collisions.retain("pod", &seen);
+            }
+            f.init_done();
+            if !f.shared.pods_synced.swap(true, Ordering::Relaxed) {
+                info!(
+                    after_ms = f.shared.started.elapsed().as_millis() as u64,
+                    "pods listed"
+                );
+            }
+        }
+    };
+    reflect(client, kind, on, |e| warn!(error = %e, "watching pods")).await;
 }
 
 pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
-    let api: Api<HeldVm> = Api::all_with(client, &vm_resource());
-    let mut events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .boxed();
     let mut f = Follower {
         shared: &shared,
         prefix: "vm/",
         relisted: None,
     };
-    loop {
-        match events.try_next().await {
-            Ok(Some(event)) => match event {
-                Event::Init => f.init(),
-                Event::InitApply(o) | Event::Apply(o) => {
-                    let holder = vm_holder(&o.namespace().unwrap_or_default(), &o.name_any());
-                    let macs = o.spec.macs();
-                    f.apply(holder, macs);
-                }
-                Event::Delete(o) => f.delete(&vm_holder(
-                    &o.namespace().unwrap_or_default(),
-                    &o.name_any(),
-                )),
-                Event::InitDone => {
-                    f.init_done();
-                    if !shared.vms_synced.swap(true, Ordering::Relaxed) {
-                        info!(
-                            after_ms = shared.started.elapsed().as_millis() as u64,
-                            "virtual machines listed"
-                        );
-                    }
-                }
-            },
-            Ok(None) => return,
-            Err(e) => {
-                // Without KubeVirt's CRD there are no VMs to wait for; the watch keeps trying
-                // and picks them up once the CRD is installed.
-                if is_not_found(&e) {
-                    shared.vms_synced.store(true, Ordering::Relaxed);
-                } else {
-                    warn!(error = %e, "watching virtual machines");
-                }
+    let kind = Kind {
+        path: HeldVm::url_path(&vm_resource(), None),
+        metadata_only: false,
+        what: "virtual machines",
+    };
+    let on = |event: Event<HeldVm>| match event {
+        Event::Init => f.init(),
+        Event::InitApply(o) | Event::Apply(o) => {
+            let holder = vm_holder(&o.namespace().unwrap_or_default(), &o.name_any());
+            let macs = o.spec.macs();
+            f.apply(holder, macs);
+        }
+        Event::Delete(o) => f.delete(&vm_holder(
+            &o.namespace().unwrap_or_default(),
+            &o.name_any(),
+        )),
+        Event::InitDone => {
+            f.init_done();
+            if !f.shared.vms_synced.swap(true, Ordering::Relaxed) {
+                info!(
+                    after_ms = f.shared.started.elapsed().as_millis() as u64,
+                    "virtual machines listed"
+                );
             }
         }
-    }
+    };
+    let on_error = |e: &kube::Error| {
+        // Without KubeVirt's CRD there are no VMs to wait for; the list keeps being tried and
+        // picks them up once the CRD is installed.
+        if matches!(e, kube::Error::Api(r) if r.code == 404) {
+            shared.vms_synced.store(true, Ordering::Relaxed);
+        } else {
+            warn!(error = %e, "watching virtual machines");
+        }
+    };
+    reflect(client, kind, on, on_error).await;
 }
 
-fn pod_user(p: &PartialObjectMeta<Pod>) -> User {
+fn pod_user(p: &HeldPod) -> User {
     User {
         kind: "pod",
         namespace: p.namespace().unwrap_or_default(),
@@ -200,7 +196,7 @@ fn pod_user(p: &PartialObjectMeta<Pod>) -> User {
 
 /// The MACs a pod uses, for collisions: none while it is being deleted, and none for a VM's
 /// launcher pod (its VMI counts).
-fn pod_uses(p: &PartialObjectMeta<Pod>, macs: &[net_types::MacAddr]) -> Vec<net_types::MacAddr> {
+fn pod_uses(p: &HeldPod, macs: &[net_types::MacAddr]) -> Vec<net_types::MacAddr> {
     let launcher = p.labels().get(LAUNCHER_LABEL.0).map(String::as_str) == Some(LAUNCHER_LABEL.1);
     if launcher || p.metadata.deletion_timestamp.is_some() {
         return Vec::new();
