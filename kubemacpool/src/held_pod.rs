@@ -1,6 +1,7 @@
 //! What a stored pod holds, as the pool's watch reads it: its metadata, asked of the API server
-//! alone (as `PartialObjectMetadata`) and decoded without the type fields that
-//! `PartialObjectMeta` flattens, which would make serde buffer each object twice.
+//! alone (as `PartialObjectMetadata`), of which [`crate::held_meta`] keeps what the pool reads,
+//! and without the type fields that `PartialObjectMeta` flattens, which would make serde
+//! buffer each object twice.
 
 use std::borrow::Cow;
 
@@ -9,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// A stored pod, as far as the pool reads it.
 #[derive(Clone, Debug, serde::Deserialize)]
 pub struct HeldPod {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::held_meta::held_metadata")]
     pub metadata: ObjectMeta,
 }
 

@@ -12,6 +12,7 @@ use crate::vm::distinct_macs;
 /// A stored VirtualMachine, as far as the pool reads it.
 #[derive(Clone, Debug, serde::Deserialize)]
 pub struct HeldVm {
+    #[serde(deserialize_with = "crate::held_meta::held_metadata")]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: HeldSpec,

@@ -5,7 +5,7 @@
 //! - `admission`: the AdmissionReview envelope; `patch`: what the two share;
 //! - `range`, `pool`: the range and the taken MACs; `claims`: the blocks each replica may
 //!   allocate from, arbitrated by the API server;
-//! - `watch`: pods, VMs (`held_pod`, `held_vm`: what of them is read; `reflector`: their list
+//! - `watch`: pods, VMs (`held_pod`, `held_vm`, `held_meta`: what of them is read; `reflector`: their list
 //!   and watch) and the range ConfigMap feeding the pool; `state`: what the tasks share;
 //! - `collisions`: MACs used by more than one running VMI or pod, reported; `opt_mode`: which
 //!   namespaces count, from the live webhook configuration;
@@ -17,6 +17,7 @@ pub mod certs;
 pub mod claims;
 pub mod cli;
 pub mod collisions;
+pub mod held_meta;
 pub mod held_pod;
 pub mod held_vm;
 pub mod manager;

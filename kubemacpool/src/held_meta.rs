@@ -1,0 +1,121 @@
+//! The metadata of a stored pod or VirtualMachine, as far as the pool reads it: names, UID,
+//! resourceVersion, labels, deletion and the networks annotation. The rest is skipped unread:
+//! `managedFields` (a tree of every field each writer set) and annotations such as
+//! `kubectl.kubernetes.io/last-applied-configuration` (a copy of the object) are most of an
+//! object's metadata, and a start would hold them for every object at once.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::{Deserialize, Deserializer};
+
+use crate::pod::NETWORKS;
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Held {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    labels: Option<BTreeMap<String, String>>,
+    annotations: Option<Networks>,
+    deletion_timestamp: Option<Time>,
+}
+
+/// The annotations, of which only [`NETWORKS`] is kept.
+#[derive(Default)]
+struct Networks(Option<String>);
+
+impl<'de> Deserialize<'de> for Networks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Networks, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Networks;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("annotations")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Networks, A::Error> {
+                let mut networks = None;
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == NETWORKS {
+                        networks = Some(map.next_value::<String>()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(Networks(networks))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// `deserialize_with` for a held object's `metadata`.
+pub fn held_metadata<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    let held = Held::deserialize(d)?;
+    let annotations = held
+        .annotations
+        .and_then(|a| a.0)
+        .map(|n| BTreeMap::from([(NETWORKS.to_string(), n)]));
+    Ok(ObjectMeta {
+        name: held.name,
+        namespace: held.namespace,
+        uid: held.uid,
+        resource_version: held.resource_version,
+        labels: held.labels,
+        annotations,
+        deletion_timestamp: held.deletion_timestamp,
+        ..ObjectMeta::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Object {
+        #[serde(deserialize_with = "held_metadata")]
+        metadata: ObjectMeta,
+    }
+
+    #[test]
+    fn what_the_pool_reads_is_kept_and_the_rest_is_not() {
+        let o: Object = serde_json::from_value(serde_json::json!({"metadata": {
+            "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+            "labels": {"kubevirt.io": "virt-launcher"},
+            "annotations": {NETWORKS: "[{\"name\":\"br1\"}]", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:metadata": {}}}],
+        }}))
+        .expect("decodes");
+        let m = o.metadata;
+        assert_eq!(
+            (m.name.as_deref(), m.namespace.as_deref()),
+            (Some("p"), Some("ns"))
+        );
+        assert_eq!(
+            (m.uid.as_deref(), m.resource_version.as_deref()),
+            (Some("u"), Some("7"))
+        );
+        assert_eq!(m.labels.unwrap_or_default()["kubevirt.io"], "virt-launcher");
+        let annotations = m.annotations.unwrap_or_default();
+        assert_eq!(annotations.len(), 1, "{annotations:?}");
+        assert_eq!(annotations[NETWORKS], "[{\"name\":\"br1\"}]");
+        assert!(m.deletion_timestamp.is_some());
+        assert!(m.managed_fields.is_none());
+    }
+
+    #[test]
+    fn an_object_without_annotations_has_none() {
+        let o: Object = serde_json::from_value(serde_json::json!({"metadata": {"name": "v"}}))
+            .expect("decodes");
+        assert!(o.metadata.annotations.is_none());
+    }
+}
