@@ -149,8 +149,8 @@ fn delete_vms(ctx: &Ctx) -> Result<()> {
     .map(drop)
 }
 
-/// The names of the manager pods that are not terminating.
-fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
+/// `field` (a JSON pointer) of each manager pod that is not terminating.
+fn live_managers_field(ctx: &Ctx, field: &str) -> Result<Vec<String>> {
     let pods = ctx.get(&[
         "get",
         "pods",
@@ -164,8 +164,13 @@ fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
         .into_iter()
         .flatten()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .filter_map(|p| p.pointer(field)?.as_str().map(str::to_string))
         .collect())
+}
+
+/// The names of the manager pods that are not terminating.
+fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
+    live_managers_field(ctx, "/metadata/name")
 }
 
 /// The metrics of every manager replica that is not terminating (through the API server's pod

@@ -28,7 +28,7 @@ impl Prometheus {
         std::fs::create_dir_all(dir.join("data"))?;
         let rules = dir.join("rules.json");
         std::fs::write(&rules, rendered_rules()?.to_string())?;
-        let targets: Vec<String> = manager_ips(ctx)?
+        let targets: Vec<String> = live_managers_field(ctx, "/status/podIP")?
             .into_iter()
             .map(|ip| format!("{ip}:8443"))
             .collect();
@@ -46,7 +46,10 @@ impl Prometheus {
         std::fs::write(&config_file, config.to_string())?;
         let mut cmd = Command::new(binary);
         cmd.arg(format!("--config.file={}", config_file.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address={LISTEN}"));
         let daemon = Daemon::spawn("prometheus", cmd, &ctx.cluster.base().join("logs"))?;
         wait_for("Prometheus to be ready", Duration::from_secs(60), || {
@@ -94,24 +97,6 @@ fn rendered_rules() -> Result<Value> {
         .find(|r| r.object["kind"] == "PrometheusRule")
         .context("the operator rendered no PrometheusRule")?;
     Ok(rule.object["spec"].clone())
-}
-
-fn manager_ips(ctx: &Ctx) -> Result<Vec<String>> {
-    let pods = ctx.get(&[
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "control-plane=mac-controller-manager",
-    ])?;
-    Ok(pods["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter_map(|p| p["status"]["podIP"].as_str().map(str::to_string))
-        .collect())
 }
 
 fn curl(url: &str) -> Option<String> {
