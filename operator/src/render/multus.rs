@@ -8,8 +8,9 @@
 //! - the workloads placement is applied whole (upstream applies only its tolerations);
 //! - priority `system-node-critical`, like every node agent here (upstream: cluster-critical):
 //!   without the daemon no pod with an extra network starts on that node;
-//! - no preStop hook: upstream's `rm` runs through `/bin/sh`, which the distroless thick image
-//!   does not have, and the daemon removes its own config when it stops;
+//! - no preStop hook removing `00-multus.conf`: the daemon removes its own config when it is
+//!   told to stop (v4.3.0's `multus-daemon`, on SIGTERM), and a hook through `/bin/sh` would
+//!   need a shell in the image;
 //! - the daemon mounts the host's CNI binary directory at the same path inside the pod and its
 //!   config names that directory, so a node keeping plugins elsewhere than `/opt/cni/bin`
 //!   (OpenShift's `/var/lib/cni/bin`) works.
