@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use kube_tier::cluster::POD_CONFLIST;
+use kube_tier::cluster::POD_NETWORK_CONF;
 use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
 use kube_tier::node::{Node, POD_BRIDGE};
@@ -178,16 +178,32 @@ fn pod(name: &str, node: &str, group: &str) -> String {
     )
 }
 
-/// Points the node's pod network at `side`'s plugins (same bridge, IPAM and sysctl), and gives
+/// Points the node's pod network at `side`'s plugins: the node's bridge config (same bridge and
+/// IPAM), then tuning with a sysctl, as a conflist in place of the node's `.conf`; and gives
 /// containerd time to read it.
 fn use_side(node: &Node, side: &Side) -> Result<()> {
-    let path = node.host_path(POD_CONFLIST);
-    let mut conflist: Value = serde_json::from_slice(&std::fs::read(&path)?)?;
-    conflist["plugins"][0]["type"] = json!(side.bridge);
-    conflist["plugins"][1]["type"] = json!(side.tuning);
-    let tmp = path.with_extension("tmp");
+    let conf = node.host_path(POD_NETWORK_CONF);
+    let list = conf.with_extension("conflist");
+    let mut bridge: Value = match std::fs::read(&conf) {
+        Ok(bytes) => serde_json::from_slice(&bytes)?,
+        Err(_) => serde_json::from_slice::<Value>(&std::fs::read(&list)?)?["plugins"][0].clone(),
+    };
+    bridge["type"] = json!(side.bridge);
+    let conflist = json!({
+        "cniVersion": bridge["cniVersion"],
+        "name": bridge["name"],
+        "plugins": [
+            bridge,
+            {"type": side.tuning, "sysctl": {"net.ipv4.conf.IFNAME.accept_redirects": "0"}},
+        ],
+    });
+    let tmp = list.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&conflist)?)?;
-    std::fs::rename(&tmp, &path)?;
+    std::fs::rename(&tmp, &list)?;
+    match std::fs::remove_file(&conf) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
     std::thread::sleep(Duration::from_secs(2));
     Ok(())
 }

@@ -14,7 +14,8 @@ use serde_json::json;
 use crate::cluster::{node_count_from_env, Cluster};
 use crate::daemon::wait_for;
 
-pub const USAGE: &str = "usage (as root; after scripts/build-plugins and scripts/kube-build):
+pub const USAGE: &str =
+    "usage (as root; after scripts/build-plugins, scripts/kube-build and scripts/multus):
   kube-tier up [--nodes N]           start a cluster of N nodes (default 2), print `ready` once
                                      every node is Ready, keep it until SIGINT, SIGTERM or `down`
   kube-tier kubectl ARGS...          kubectl against the cluster `up` keeps

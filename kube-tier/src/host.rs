@@ -64,6 +64,9 @@ pub fn watched() -> Vec<PathBuf> {
         "/run/netns",
         "/var/log/pods",
         "/var/log/containers",
+        "/run/multus",
+        "/run/k8s.cni.cncf.io",
+        "/etc/kubernetes",
     ]
     .iter()
     .map(PathBuf::from)

@@ -17,6 +17,12 @@ pub const REGISTRY_ADDR: &str = "172.31.255.1:5000";
 pub const REGISTRY_NAME: &str = "localhost";
 /// A static busybox: the sandbox ("pause") image and the test pods' image.
 pub const BUSYBOX_IMAGE: &str = "localhost/kube-tier/busybox:1";
+/// Multus v4.3.0's thick image, built from its source (scripts/multus): what the operator
+/// deploys when `MULTUS_IMAGE` names it.
+pub const MULTUS_IMAGE: &str = "localhost/k8snetworkplumbingwg/multus-cni:v4.3.0-thick";
+/// Where upstream's thick image keeps the binaries (images/Dockerfile.thick), the paths the
+/// operator's DaemonSet runs.
+const MULTUS_IMAGE_DIR: &str = "usr/src/multus-cni";
 
 pub fn start_registry(dir: &Path, logs: &Path) -> Result<Daemon> {
     std::fs::create_dir_all(dir.join("storage"))?;
@@ -166,6 +172,77 @@ impl Builder {
         )?;
         self.build_and_push(&containerfile, &ctx, BUSYBOX_IMAGE)
     }
+
+    /// Multus' thick image from the binaries in `bin` (scripts/multus), laid out as upstream's:
+    /// the binaries in `/usr/src/multus-cni/bin`, its license beside them, `cert-approver` also
+    /// at `/`, `multus-daemon` the entrypoint. The binaries are static: of upstream's Debian
+    /// base they need only `/etc/passwd`, `/etc/group` and `/var/run` (a link to `/run`).
+    pub fn multus(&self, work: &Path, bin: &Path) -> Result<()> {
+        let ctx = work.join("multus-context");
+        let dir = ctx.join("root").join(MULTUS_IMAGE_DIR);
+        std::fs::create_dir_all(dir.join("bin"))?;
+        for name in MULTUS_BINARIES {
+            std::fs::copy(bin.join(name), dir.join("bin").join(name))
+                .with_context(|| format!("copy {} (scripts/multus)", bin.join(name).display()))?;
+        }
+        std::fs::copy(bin.join("LICENSE"), dir.join("LICENSE"))
+            .with_context(|| format!("copy {}", bin.join("LICENSE").display()))?;
+        std::fs::copy(bin.join("cert-approver"), ctx.join("root/cert-approver"))?;
+        // What the binaries need of upstream's Debian base: multus-daemon asks os/user who runs
+        // it, which (built without cgo) reads /etc/passwd, and dies on a nil user without one;
+        // it finds the sandboxes' namespaces under /var/run/netns, where the DaemonSet mounts
+        // the host's /run/netns at /run/netns: Debian's /var/run is a link to /run.
+        std::fs::create_dir_all(ctx.join("root/etc"))?;
+        std::fs::write(
+            ctx.join("root/etc/passwd"),
+            "root:x:0:0:root:/root:/sbin/nologin\n",
+        )?;
+        std::fs::write(ctx.join("root/etc/group"), "root:x:0:\n")?;
+        std::fs::create_dir_all(ctx.join("root/var"))?;
+        let var_run = ctx.join("root/var/run");
+        if std::fs::symlink_metadata(&var_run).is_err() {
+            std::os::unix::fs::symlink("../run", &var_run)?;
+        }
+        let containerfile = ctx.join("Containerfile");
+        std::fs::write(
+            &containerfile,
+            format!(
+                "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/{MULTUS_IMAGE_DIR}/bin/multus-daemon\"]\n"
+            ),
+        )?;
+        self.build_and_push(&containerfile, &ctx, MULTUS_IMAGE)
+    }
+}
+
+/// What scripts/multus builds, as the thick image carries it.
+const MULTUS_BINARIES: &[&str] = &[
+    "multus",
+    "multus-daemon",
+    "multus-shim",
+    "install_multus",
+    "thin_entrypoint",
+    "kubeconfig_generator",
+    "cert-approver",
+    "passthru",
+];
+
+/// The directory of Multus' binaries: `MULTUS_BIN_DIR` (scripts/test sets it), or the cached
+/// build that `scripts/multus --print` names.
+pub fn multus_bin_dir(repo: &Path) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("MULTUS_BIN_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let out = Command::new(repo.join("scripts/multus"))
+        .arg("--print")
+        .output()
+        .context("run scripts/multus --print")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "no Multus build for the cluster's Multus image: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 /// `skopeo copy` of an OCI archive to the registry, under the image's name without `localhost/`.

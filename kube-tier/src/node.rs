@@ -8,7 +8,8 @@
 //!   kube-proxy would do).
 //! - Mounts: a holder process (`unshare --mount --uts --propagation private`) binds a directory of
 //!   the node's own over each of [`NODE_DIRS`] (in an overlay of its parent when the machine lacks
-//!   the path), mounts a sysfs of the node's network namespace and a fresh `/run/netns`, and
+//!   the path) in an overlay of the machine's `/run` that is the node's own, mounts a sysfs of
+//!   the node's network namespace and a fresh `/run/netns`, and
 //!   makes `/` shared inside the node (as systemd does on a real node; `HostToContainer` mounts
 //!   need it). Nothing propagates back to the machine, and nothing is created on it. Every
 //!   process of the node enters the holder's namespaces ([`Node::command`]).
@@ -59,10 +60,15 @@ mkdir -p "$dir/cgroup-move"
 mount --move /sys/fs/cgroup "$dir/cgroup-move"
 mount -t sysfs -o nosuid,nodev,noexec kube-tier-sysfs /sys
 mount --move "$dir/cgroup-move" /sys/fs/cgroup
+# The node's /run is its own, as a node's tmpfs is: an overlay of the machine's, so that what
+# the node's daemons make or remove there stays in the node. Multus removes /run/multus and
+# makes it again at every start, which a directory bound there (a mount point) would refuse.
+mkdir -p "$dir/overlay_run/upper" "$dir/overlay_run/work"
+mount -t overlay kube-tier-overlay -o "lowerdir=/run,upperdir=$dir/overlay_run/upper,workdir=$dir/overlay_run/work" /run
+overlaid=" /run"
 # Paths the machine lacks (/opt/cni/bin) are made in an overlay of their nearest existing
 # directory, so the machine's own stays untouched; all of them before any bind, which a later
 # overlay of a parent would hide.
-overlaid=
 own=
 for path in "$@"; do
   if [ -z "$own" ]; then own=$path; continue; fi
@@ -318,15 +324,17 @@ impl Node {
         Ok(())
     }
 
-    /// Empties the node's own directories under `/run`, as a reboot does to its tmpfs; what is
-    /// under `/var` and `/etc` stays, as on a disk. Only while the node is down.
+    /// Empties the node's own `/run` (its directories there and what its overlay of the
+    /// machine's holds), as a reboot does to its tmpfs; what is under `/var` and `/etc` stays,
+    /// as on a disk. Only while the node is down.
     pub fn wipe_run(&self) -> Result<()> {
         for d in NODE_DIRS.iter().filter(|d| d.starts_with("/run/")) {
             let dir = self.host_path(d);
             std::fs::remove_dir_all(&dir).with_context(|| format!("wipe {}", dir.display()))?;
             std::fs::create_dir_all(&dir)?;
         }
-        Ok(())
+        let overlay = self.dir.join("overlay_run");
+        std::fs::remove_dir_all(&overlay).with_context(|| format!("wipe {}", overlay.display()))
     }
 
     /// Ends every process left in the node (the holder, pods' processes in its cgroups, shims),

@@ -104,6 +104,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::nodes::the_walkthrough_crosses_the_nodes_over_br0,
     ),
     (
+        "the_walkthrough_runs_through_multus_with_macs_from_the_pool",
+        scenarios::walkthrough::the_walkthrough_runs_through_multus_with_macs_from_the_pool,
+    ),
+    (
         "the_walkthroughs_policy_is_available_in_seconds",
         scenarios::nmstate::the_walkthroughs_policy_is_available_in_seconds,
     ),
@@ -138,6 +142,14 @@ const TESTS: &[(&str, Test)] = &[
     (
         "ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off",
         scenarios::nodes::ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off,
+    ),
+    (
+        "multus_a_missing_nad_waits_and_a_refused_config_says_why",
+        scenarios::multus::a_missing_nad_waits_and_a_refused_config_says_why,
+    ),
+    (
+        "multus_deleting_its_pod_breaks_no_running_pod",
+        scenarios::multus::deleting_a_multus_pod_breaks_no_pod,
     ),
     (
         "the_node_agents_collect_what_lost_dels_left",

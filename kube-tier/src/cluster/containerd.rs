@@ -42,9 +42,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/opt/cni/bin"
+    # The first conflist there, as on a real node: the pod network, or Multus' in front of it
+    # once its daemon runs (extra networks come through Multus alone).
     conf_dir = "/etc/cni/net.d"
-    # Every conflist there, in order, up to two: the walkthrough's secondary network is the second.
-    max_conf_num = 2
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."{REGISTRY_NAME}"]
     endpoint = ["http://{REGISTRY_ADDR}"]
 "#,

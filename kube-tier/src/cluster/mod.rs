@@ -16,7 +16,7 @@ mod control_plane;
 mod kubelet;
 mod teardown;
 
-pub use cni::POD_CONFLIST;
+pub use cni::POD_NETWORK_CONF;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,6 +97,7 @@ impl Cluster {
         let sysctls = Sysctls::save()?;
         // Before the network: nothing to undo yet if it fails.
         let builder = Builder::new(&base.join("buildah"))?;
+        let multus_bin = image::multus_bin_dir(repo)?;
         let network = Network::create(&prefix)?;
         let mut cluster = Cluster {
             kubeconfig: base.join("admin.kubeconfig"),
@@ -121,11 +122,11 @@ impl Cluster {
             let node = Node::create(&cluster.network, &prefix, index, nodes, &dir)?;
             cluster.nodes.push(node);
         }
-        cluster.boot(repo)?;
+        cluster.boot(repo, &multus_bin)?;
         Ok(cluster)
     }
 
-    fn boot(&mut self, repo: &Path) -> Result<()> {
+    fn boot(&mut self, repo: &Path, multus_bin: &Path) -> Result<()> {
         let logs = self.base.join("logs");
         let pki = pki::create(&self.base.join("pki"))?;
         std::fs::write(
@@ -145,6 +146,7 @@ impl Cluster {
         let registry = image::start_registry(&self.base.join("registry"), &logs)?;
         self.daemons.push(registry);
         self.builder.busybox(&self.base)?;
+        self.builder.multus(&self.base, multus_bin)?;
         self.build_plugins_image(repo, &plugins_image_default(repo)?)?;
 
         for i in 0..self.nodes.len() {

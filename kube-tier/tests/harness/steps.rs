@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use kube_tier::cluster::{plugins_image_default, CONTAINERD_SOCK};
 use kube_tier::daemon::wait_for;
+use kube_tier::image::MULTUS_IMAGE;
 
 use super::ctx::Ctx;
 use crate::scenarios;
@@ -42,8 +43,10 @@ impl Ctx {
                 .with_context(|| format!("kubectl {} (deploy/{file})", args.join(" ")))?;
         }
         // The nodes' CNI directories are the defaults; their CRI socket is named, the GC runs
-        // sooner than by default, and its metrics are served.
+        // sooner than by default, and its metrics are served. Multus is the thick image built
+        // from its source (upstream's cannot be pulled here), named as users name a mirror.
         let cri = format!("CRI_SOCKET={CONTAINERD_SOCK}");
+        let multus = format!("MULTUS_IMAGE={MULTUS_IMAGE}");
         let gc = format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL);
         let metrics = format!("GC_METRICS_PORT={}", scenarios::gc::AGENT_METRICS_PORT);
         self.kubectl(&[
@@ -55,6 +58,7 @@ impl Ctx {
             &cri,
             &gc,
             &metrics,
+            &multus,
         ])?;
         self.wait_rollout("deployment", OPERATOR)
     }

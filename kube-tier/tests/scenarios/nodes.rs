@@ -3,9 +3,8 @@
 //! and the VLAN part on Open vSwitch (this kernel cannot filter bridge VLANs), where VLAN 100
 //! reaches across the nodes and VLAN 200 does not reach it.
 //!
-//! The secondary network reaches the pods as the walkthrough's Multus would give it, but
-//! through containerd's own libcni: a second conflist on each node (`max_conf_num = 2`), so
-//! every pod created while it is there gets `eth1` from our plugins.
+//! The secondary networks reach the pods as users attach them: a NetworkAttachmentDefinition
+//! and the pod's `k8s.v1.cni.cncf.io/networks` annotation, through Multus.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -16,91 +15,17 @@ use serde_json::{json, Value};
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
+use crate::scenarios::multus::{
+    attached_pod, attachment_config, delete_nads, nad, pings, static_ipam, wait_multus, with_ips,
+    NET1,
+};
 use crate::scenarios::nmstate::{
     apply_and_wait_available, delete_policy, deploy_handler, policy, wait_available, BR0_ABSENT,
     WALKTHROUGH_POLICY,
 };
 use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
-use crate::scenarios::pods::{delete_pod, pod_manifest_on, wait_pod_ip};
+use crate::scenarios::pods::delete_pod;
 use crate::{check, Ctx};
-
-/// The secondary network's conflist on every node, in the node's view.
-pub(crate) const SECONDARY_CONFLIST: &str = "/etc/cni/net.d/20-kube-tier-secondary.conflist";
-
-/// A conflist of the secondary network named `name` whose first plugin is `plugin`, with
-/// host-local addresses from `subnet` in a range of node `index`'s own (two nodes' pods never
-/// share an address) and our tuning after it.
-pub(crate) fn secondary_conflist(
-    name: &str,
-    plugin: Value,
-    subnet_prefix: &str,
-    index: usize,
-) -> Value {
-    let mut first = plugin;
-    first["ipam"] = json!({
-        "type": "host-local",
-        "ranges": [[{
-            "subnet": format!("{subnet_prefix}.0/24"),
-            "rangeStart": format!("{subnet_prefix}.{}", index * 10),
-            "rangeEnd": format!("{subnet_prefix}.{}", index * 10 + 9),
-        }]],
-    });
-    json!({
-        "cniVersion": "0.4.0",
-        "name": name,
-        "plugins": [first, {"type": "tuning"}],
-    })
-}
-
-/// Writes `conflist` as node's secondary network, atomically (libcni ignores the temporary
-/// name), so containerd reloads a whole file.
-pub(crate) fn set_secondary(node: &Node, conflist: &Value) -> Result<()> {
-    let path = node.host_path(SECONDARY_CONFLIST);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(conflist)?)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(())
-}
-
-fn remove_secondary(ctx: &Ctx) {
-    for node in ctx.cluster.nodes() {
-        let _ = std::fs::remove_file(node.host_path(SECONDARY_CONFLIST));
-    }
-}
-
-/// Creates pod `name` on node `node` and waits until it runs with an IPv4 address on `eth1`;
-/// that address. A pod whose sandbox was made before containerd read the secondary conflist
-/// has no `eth1`: it is made again.
-pub(crate) fn secondary_pod(ctx: &Ctx, name: &str, node: &str) -> Result<String> {
-    for _ in 0..5 {
-        ctx.apply(&pod_manifest_on(name, node))?;
-        wait_pod_ip(ctx, name)?;
-        let out = ctx.kubectl(&[
-            "exec", "-n", "default", name, "--", "ip", "-4", "-o", "addr",
-        ])?;
-        let eth1 = out
-            .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some("eth1"))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|a| a.split('/').next())
-            .map(str::to_string);
-        if let Some(ip) = eth1 {
-            return Ok(ip);
-        }
-        ctx.kubectl(&["delete", "pod", "-n", "default", name, "--grace-period=1"])?;
-    }
-    anyhow::bail!("pod {name} on {node} never got eth1 from the secondary conflist")
-}
-
-/// `ping -c 2` from `pod` to `ip`: whether both answers came.
-fn pings(ctx: &Ctx, pod: &str, ip: &str) -> Result<bool> {
-    let out = ctx
-        .kubectl(&[
-            "exec", "-n", "default", pod, "--", "ping", "-c", "2", "-W", "2", ip,
-        ])
-        .unwrap_or_else(|e| format!("{e:#}"));
-    Ok(out.contains(" 0% packet loss"))
-}
 
 /// The packets `eth1` sent (`tx`) or received (`rx`) on the node.
 fn eth1_packets(node: &Node, direction: &str) -> Result<u64> {
@@ -111,7 +36,7 @@ fn eth1_packets(node: &Node, direction: &str) -> Result<u64> {
 }
 
 /// Deletes the pods and waits until each node holds nothing of them on the secondary network:
-/// no port left on `bridge_ports`' bridge, no lease of `network`, no tuning state of `eth1`.
+/// no port left on `bridge_ports`' bridge, no lease of `network`, no tuning state of `net1`.
 fn delete_and_wait_clean(
     ctx: &Ctx,
     pods: &[&str],
@@ -131,7 +56,11 @@ fn delete_and_wait_clean(
                 let states = std::fs::read_dir(node.host_path("/run/cni/tuning"))
                     .map(|d| {
                         d.flatten()
-                            .filter(|e| e.file_name().to_string_lossy().ends_with("_eth1.json"))
+                            .filter(|e| {
+                                e.file_name()
+                                    .to_string_lossy()
+                                    .ends_with(&format!("_{NET1}.json"))
+                            })
                             .count()
                     })
                     .unwrap_or(0);
@@ -165,12 +94,13 @@ fn capacities(ctx: &Ctx, key: &str) -> Result<BTreeMap<String, Option<String>>> 
 /// The walkthrough across two nodes, from its first step: `nmstate: {}` deploys the handler,
 /// the walkthrough's policy (as written there, `v1alpha1` and `description` included) makes br0
 /// with `eth1` as its port on every node, and the walkthrough's commands print what it shows;
-/// every Node's capacity then shows br0, and pods pinned to node01 and node02 get `eth1` on br0
-/// from our bridge and tuning and reach each other across the nodes, through both nodes'
-/// `eth1`. Deleting them leaves nothing on either node; a policy with br0 `absent` gives every
+/// every Node's capacity then shows br0, and pods pinned to node01 and node02 that ask for the
+/// walkthrough's NetworkAttachmentDefinition get `net1` on br0 through Multus, from our bridge
+/// and tuning, and reach each other across the nodes, through both nodes' `eth1`. Deleting them leaves nothing on either node; a policy with br0 `absent` gives every
 /// node's `eth1` back and withdraws the capacity.
 pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
     deploy_handler(ctx)?;
+    wait_multus(ctx)?;
     let nodes = ctx.cluster.nodes();
     check(nodes.len() >= 2, || {
         format!(
@@ -234,7 +164,7 @@ pub fn the_walkthrough_crosses_the_nodes_over_br0(ctx: &mut Ctx) -> Result<()> {
         applied.elapsed().as_secs_f64()
     );
     let result = pods_cross_over_br0(ctx);
-    remove_secondary(ctx);
+    delete_nads(ctx, &[BR0_NAD])?;
     let gone = Instant::now();
     apply_and_wait_available(ctx, "br0-eth1", &policy("br0-eth1", None, BR0_ABSENT, ""))?;
     result?;
@@ -269,20 +199,22 @@ fn indent(text: &str) -> String {
         .to_string()
 }
 
+/// The walkthrough's NetworkAttachmentDefinition for br0, addressed by the pods' annotations.
+const BR0_NAD: &str = "bridge-network";
+
 fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {
     let network = "br0-l2";
-    for (i, node) in ctx.cluster.nodes().iter().enumerate() {
-        let bridge = json!({"type": "bridge", "bridge": "br0"});
-        set_secondary(
-            node,
-            &secondary_conflist(network, bridge, "192.168.100", i + 1),
-        )?;
-    }
+    let bridge = with_ips(json!({"type": "bridge", "bridge": "br0"}));
+    ctx.apply(&nad(
+        BR0_NAD,
+        &attachment_config(network, bridge, static_ipam()),
+    ))?;
     let (n1, n2) = (ctx.cluster.node(0), ctx.cluster.node(1));
-    let a = secondary_pod(ctx, "xnode-a", n1.name())?;
-    let b = secondary_pod(ctx, "xnode-b", n2.name())?;
+    let on_br0 = |ip: &str| json!([{"name": BR0_NAD, "ips": [ip]}]);
+    let a = attached_pod(ctx, "xnode-a", n1.name(), &on_br0("192.168.100.11/24"))?.ip;
+    let b = attached_pod(ctx, "xnode-b", n2.name(), &on_br0("192.168.100.21/24"))?.ip;
     let before = (eth1_packets(n1, "tx")?, eth1_packets(n2, "rx")?);
-    let reached = pings(ctx, "xnode-a", &b)? && pings(ctx, "xnode-b", &a)?;
+    let reached = pings(ctx, "default", "xnode-a", &b) && pings(ctx, "default", "xnode-b", &a);
     let after = (eth1_packets(n1, "tx")?, eth1_packets(n2, "rx")?);
     check(reached, || {
         format!(
@@ -295,7 +227,7 @@ fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {
         format!("the pings did not cross the nodes' eth1: tx {before:?} -> {after:?}")
     })?;
     println!(
-        "    xnode-a on {} (eth1 {a}) and xnode-b on {} (eth1 {b}) ping each other over br0: \
+        "    xnode-a on {} (net1 {a}) and xnode-b on {} (net1 {b}) ping each other over br0: \
          {}'s eth1 sent {} packets, {}'s received {}",
         n1.name(),
         n2.name(),
@@ -314,13 +246,15 @@ fn pods_cross_over_br0(ctx: &Ctx) -> Result<()> {
 }
 
 /// The walkthrough's VLAN part on Open vSwitch: every node's OVS bridge `br1` with `eth1` as a
-/// trunk port, our `ovs` plugin with `vlan: 100` for pods on node01 and node02, which reach each
-/// other across the nodes, and `vlan: 200` for a third pod on node02, which reaches neither.
+/// trunk port, a NetworkAttachmentDefinition of our `ovs` plugin with `vlan: 100` for pods on
+/// node01 and node02, which reach each other across the nodes, and one with `vlan: 200` for a
+/// third pod on node02, which reaches neither.
 pub fn ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
-    ctx.apply_nac(OWN_SPEC)?;
+    ctx.apply_nac(&format!("multus: {{}}\n{OWN_SPEC}"))?;
     ctx.wait_rollout("daemonset", OVS_DS)?;
+    wait_multus(ctx)?;
     check(ctx.cluster.nodes().len() >= 2, || {
         "the VLAN part needs two nodes".into()
     })?;
@@ -329,41 +263,58 @@ pub fn ovs_vlan_100_crosses_the_nodes_and_vlan_200_is_cut_off(ctx: &mut Ctx) -> 
         ctx.cluster.ovs(i).add_port("br1", "eth1")?;
     }
     let result = vlans_across_ovs(ctx);
-    remove_secondary(ctx);
+    delete_nads(ctx, &[VLAN100_NAD, VLAN200_NAD])?;
     for i in 0..ctx.cluster.nodes().len() {
         ctx.cluster.ovs(i).del_br("br1")?;
     }
     result
 }
 
+const VLAN100_NAD: &str = "ovs-vlan100";
+const VLAN200_NAD: &str = "ovs-vlan200";
+
 fn vlans_across_ovs(ctx: &Ctx) -> Result<()> {
     let network = "ovs-vlan";
-    let ovs = |vlan: u16| json!({"type": "ovs", "bridge": "br1", "vlan": vlan});
-    for (i, node) in ctx.cluster.nodes().iter().enumerate() {
-        set_secondary(
-            node,
-            &secondary_conflist(network, ovs(100), "192.168.200", i + 1),
-        )?;
+    for (name, vlan) in [(VLAN100_NAD, 100), (VLAN200_NAD, 200)] {
+        let ovs = with_ips(json!({"type": "ovs", "bridge": "br1", "vlan": vlan}));
+        ctx.apply(&nad(name, &attachment_config(network, ovs, static_ipam())))?;
     }
+    let on = |nad: &str, ip: &str| json!([{"name": nad, "ips": [ip]}]);
     let (n1, n2) = (ctx.cluster.node(0), ctx.cluster.node(1));
-    let a = secondary_pod(ctx, "vlan100-a", n1.name())?;
-    let b = secondary_pod(ctx, "vlan100-b", n2.name())?;
-    set_secondary(n2, &secondary_conflist(network, ovs(200), "192.168.200", 2))?;
-    // containerd reads the changed conflist on its file notification: a pod made before gets
-    // VLAN 100, which the check of the port's tag below would catch.
-    std::thread::sleep(Duration::from_secs(2));
-    let c = secondary_pod(ctx, "vlan200-c", n2.name())?;
+    let a = attached_pod(
+        ctx,
+        "vlan100-a",
+        n1.name(),
+        &on(VLAN100_NAD, "192.168.200.11/24"),
+    )?
+    .ip;
+    let b = attached_pod(
+        ctx,
+        "vlan100-b",
+        n2.name(),
+        &on(VLAN100_NAD, "192.168.200.21/24"),
+    )?
+    .ip;
+    let c = attached_pod(
+        ctx,
+        "vlan200-c",
+        n2.name(),
+        &on(VLAN200_NAD, "192.168.200.22/24"),
+    )?
+    .ip;
     let tags = ctx.cluster.ovs(1).port_tags()?;
     check(
         tags.values().filter(|t| **t == 100).count() == 1
             && tags.values().filter(|t| **t == 200).count() == 1,
         || format!("{}'s OVS ports and their tags: {tags:?}", n2.name()),
     )?;
-    let same_vlan = pings(ctx, "vlan100-a", &b)? && pings(ctx, "vlan100-b", &a)?;
+    let same_vlan =
+        pings(ctx, "default", "vlan100-a", &b) && pings(ctx, "default", "vlan100-b", &a);
     check(same_vlan, || {
         format!("vlan100-a ({a}) and vlan100-b ({b}) do not reach each other on VLAN 100")
     })?;
-    let cut_off = !pings(ctx, "vlan200-c", &a)? && !pings(ctx, "vlan200-c", &b)?;
+    let cut_off =
+        !pings(ctx, "default", "vlan200-c", &a) && !pings(ctx, "default", "vlan200-c", &b);
     check(cut_off, || {
         format!("vlan200-c ({c}) on VLAN 200 reaches a pod on VLAN 100")
     })?;

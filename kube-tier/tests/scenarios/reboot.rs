@@ -14,8 +14,8 @@ use serde_json::json;
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
-use crate::scenarios::nodes::{
-    secondary_conflist, secondary_pod, set_secondary, SECONDARY_CONFLIST,
+use crate::scenarios::multus::{
+    attached_pod, attachment_config, delete_nads, nad, wait_attached, wait_multus, NET1,
 };
 use crate::scenarios::operator::{reset, LINUX_BRIDGE_DS, OVS_DS, OWN_SPEC};
 use crate::scenarios::pods::delete_pod;
@@ -56,8 +56,9 @@ fn pod_holds(ctx: &Ctx) -> Result<Holds> {
         leases: BTreeSet::from([ip.to_string()]),
         secondary_leases: 1,
         ovs_ports: 1,
-        // tuning keeps state only where it changes something: the pod network's sysctl.
-        tuning_states: 1,
+        // tuning keeps state only where it changes something, and the extra network's
+        // tuning is given no MAC.
+        tuning_states: 0,
     })
 }
 
@@ -104,14 +105,15 @@ fn agents_said(ctx: &Ctx, node: &Node) -> Vec<String> {
     lines
 }
 
-/// A pod with an interface on the pod network (our bridge and tuning) and one on an OVS VLAN
-/// (our ovs and tuning) runs on a node that is then power-cycled: within the agents' period the
+/// A pod with an interface on the pod network (our bridge) and one on an OVS VLAN (our ovs and
+/// tuning, through Multus) runs on a node that is then power-cycled: within the agents' period the
 /// node holds exactly what the pod's new sandbox uses, nothing of the old one.
 pub fn a_reboot_leaves_the_node_holding_only_what_its_live_pods_use(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
-    ctx.apply_nac(OWN_SPEC)?;
+    ctx.apply_nac(&format!("multus: {{}}\n{OWN_SPEC}"))?;
     ctx.kubectl_wait("Available", "240s")?;
+    wait_multus(ctx)?;
     // The operator's replicas are pods of the pod network, one per node: one replica leaves a
     // node to the scenario's pod alone.
     ctx.scale_operator(1)?;
@@ -129,20 +131,18 @@ fn on_a_quiet_node(ctx: &mut Ctx) -> Result<()> {
     let result = (|| {
         ctx.cluster.ovs(index).add_br(OVS_BRIDGE)?;
         let ovs = json!({"type": "ovs", "bridge": OVS_BRIDGE, "vlan": 100});
-        set_secondary(
-            ctx.cluster.node(index),
-            &secondary_conflist(SECONDARY, ovs, "192.168.210", index + 1),
-        )?;
+        let ipam = json!({"type": "host-local", "subnet": "192.168.210.0/24"});
+        ctx.apply(&nad(SECONDARY, &attachment_config(SECONDARY, ovs, ipam)))?;
         reboot_with_a_pod(ctx, index, &name)
     })();
     let _ = delete_pod(ctx, POD);
-    let _ = std::fs::remove_file(ctx.cluster.node(index).host_path(SECONDARY_CONFLIST));
+    let _ = delete_nads(ctx, &[SECONDARY]);
     let _ = ctx.cluster.ovs(index).del_br(OVS_BRIDGE);
     result
 }
 
 fn reboot_with_a_pod(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
-    secondary_pod(ctx, POD, name)?;
+    attached_pod(ctx, POD, name, &json!([{"name": SECONDARY}]))?;
     let before = holds(ctx, index)?;
     check(before == pod_holds(ctx)?, || {
         format!("before the reboot {name} holds {before:?}")
@@ -169,10 +169,12 @@ fn reboot_with_a_pod(ctx: &mut Ctx, index: usize, name: &str) -> Result<()> {
         },
     )
     .with_context(|| format!("{name} holds {:?}", holds(ctx, index).ok()))?;
+    wait_multus(ctx)?;
+    let back = wait_attached(ctx, POD)?;
     let node = ctx.cluster.node(index);
     println!(
-        "    {:.1}s after it was Ready, {name} holds only what {POD} uses now ({live:?}); the \
-         agents said:\n      {}",
+        "    {:.1}s after it was Ready, {name} holds only what {POD} uses now ({live:?}); Multus \
+         back, and the pod's {NET1} with it ({back:?}); the agents said:\n      {}",
         ready.elapsed().as_secs_f64(),
         agents_said(ctx, node).join("\n      ")
     );

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use kube_tier::cluster::{CONTAINERD_SOCK, POD_CONFLIST};
+use kube_tier::cluster::{CONTAINERD_SOCK, POD_NETWORK_CONF};
 use kube_tier::daemon::{run, run_with_stdin, wait_for};
 use kube_tier::node::Enter;
 
@@ -45,7 +45,6 @@ pub const AGENT_METRICS_PORT: u16 = 9191;
 struct Attachment {
     node: Enter,
     netns: String,
-    container_id: String,
     ip: String,
     host_veth: String,
 }
@@ -59,7 +58,6 @@ impl Attachment {
         let mut attachment = Attachment {
             node: node.enter(),
             netns,
-            container_id: container_id.to_string(),
             ip: String::new(),
             host_veth: String::new(),
         };
@@ -124,8 +122,8 @@ impl Drop for Attachment {
     }
 }
 
-/// One attachment of the pod network (the node's conflist, our bridge then tuning) whose
-/// sandbox the runtime lost. Its bridge also had `ipMasq` and `macspoofchk` on (the network's
+/// One attachment of the pod network (the node's config, our bridge) whose sandbox the runtime
+/// lost. Its bridge also had `ipMasq` and `macspoofchk` on (the network's
 /// config has changed since, as configs do), so it holds nftables chains too: GC finds our
 /// chains by the network's name, whatever the config says today.
 struct Leak {
@@ -166,15 +164,17 @@ impl Chains {
 impl Leak {
     fn make(ctx: &Ctx, container_id: &str) -> Result<Leak> {
         let chains_before = Chains::on_node01(ctx)?;
-        let mut network: Value = serde_json::from_slice(
-            &std::fs::read(ctx.node01().host_path(POD_CONFLIST)).context("the node's conflist")?,
+        let mut bridge: Value = serde_json::from_slice(
+            &std::fs::read(ctx.node01().host_path(POD_NETWORK_CONF))
+                .context("the node's network config")?,
         )?;
-        for plugin in network["plugins"].as_array_mut().context("plugins")? {
-            if plugin["type"] == "bridge" {
-                plugin["ipMasq"] = Value::Bool(true);
-                plugin["macspoofchk"] = Value::Bool(true);
-            }
-        }
+        bridge["ipMasq"] = Value::Bool(true);
+        bridge["macspoofchk"] = Value::Bool(true);
+        let network = serde_json::json!({
+            "cniVersion": bridge["cniVersion"],
+            "name": bridge["name"],
+            "plugins": [bridge],
+        });
         let att = Attachment::make(ctx, container_id, "eth0", &network)?;
         let chains = Chains::on_node01(ctx)?;
         check(
@@ -190,26 +190,15 @@ impl Leak {
     fn lease(&self, ctx: &Ctx) -> PathBuf {
         leases_dir(ctx).join(&self.att.ip)
     }
-
-    fn tuning_state(&self, ctx: &Ctx) -> PathBuf {
-        tuning_state(ctx, &self.att.container_id)
-    }
 }
 
-/// The pod network's name (in the nodes' conflist).
+/// The pod network's name (in the nodes' config).
 const POD_NETWORK: &str = "kube-tier";
 
 /// Where host-local keeps node01's leases of the pod network, seen from the machine.
 fn leases_dir(ctx: &Ctx) -> PathBuf {
     ctx.node01()
         .host_path(Path::new("/var/lib/cni/networks").join(POD_NETWORK))
-}
-
-/// tuning's state of `container_id`'s `eth0` on node01, seen from the machine.
-fn tuning_state(ctx: &Ctx, container_id: &str) -> PathBuf {
-    ctx.node01()
-        .host_path("/run/cni/tuning")
-        .join(format!("{container_id}_eth0.json"))
 }
 
 /// `node-agent gc` once, on node01: what it logged.
@@ -267,12 +256,10 @@ fn ports(ctx: &Ctx) -> Result<Vec<String>> {
 }
 
 impl Leak {
-    /// Whether nothing of it is left: its port, its lease, its tuning state, its nftables
-    /// chains.
+    /// Whether nothing of it is left: its port, its lease, its nftables chains.
     fn is_gone(&self, ctx: &Ctx) -> Result<bool> {
         Ok(!ports(ctx)?.contains(&self.att.host_veth)
             && !exists(&self.lease(ctx))
-            && !exists(&self.tuning_state(ctx))
             && Chains::on_node01(ctx)? == self.chains_before)
     }
 }

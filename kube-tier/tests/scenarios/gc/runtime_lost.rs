@@ -3,40 +3,22 @@
 
 use super::*;
 
-/// What the node holds for the pod network: the leases of host-local's range (by address), the
-/// bridge's ports and tuning's state files.
+/// What the node holds for the pod network: the leases of host-local's range (by address) and
+/// the bridge's ports.
 #[derive(Debug, PartialEq, Eq)]
 struct NodeHolds {
     leases: BTreeSet<String>,
     ports: usize,
-    tuning_states: usize,
-}
-
-/// The names in `dir`; none when it does not exist (yet: tuning makes its directory at its
-/// first ADD on the node).
-fn names(dir: &Path) -> Result<Vec<String>> {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => Ok(entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("listing {}", dir.display())),
-    }
 }
 
 fn node_holds(ctx: &Ctx) -> Result<NodeHolds> {
     Ok(NodeHolds {
         leases: ctx.node01().leases(POD_NETWORK),
         ports: ports(ctx)?.len(),
-        tuning_states: names(&ctx.node01().host_path("/run/cni/tuning"))?
-            .iter()
-            .filter(|n| n.ends_with("_eth0.json"))
-            .count(),
     })
 }
 
-/// What node01 should hold: one lease, port and tuning state per pod of its on the pod network.
+/// What node01 should hold: one lease and port per pod of its on the pod network.
 fn live_pods_hold(ctx: &Ctx) -> Result<NodeHolds> {
     let pods = ctx.get(&["get", "pods", "-A"])?;
     let leases: BTreeSet<String> = pods["items"]
@@ -49,7 +31,6 @@ fn live_pods_hold(ctx: &Ctx) -> Result<NodeHolds> {
         .collect();
     Ok(NodeHolds {
         ports: leases.len(),
-        tuning_states: leases.len(),
         leases,
     })
 }
@@ -80,19 +61,16 @@ pub fn the_node_agents_collect_after_the_runtime_is_killed_mid_pod(ctx: &mut Ctx
     let left = node_holds(ctx)?;
     println!(
         "    containerd killed as gc-crash's ADD took a lease, and started again: the node holds \
-         {} lease(s), {} port(s), {} tuning state(s)",
+         {} lease(s), {} port(s)",
         left.leases.len(),
-        left.ports,
-        left.tuning_states
+        left.ports
     );
     let ip = wait_pod_ip(ctx, "gc-crash")?;
     let holds = node_holds(ctx)?;
     println!(
-        "    gc-crash runs with {ip}; the node holds {} lease(s), {} port(s), {} tuning \
-         state(s) for {} live pod(s)",
+        "    gc-crash runs with {ip}; the node holds {} lease(s), {} port(s) for {} live pod(s)",
         holds.leases.len(),
         holds.ports,
-        holds.tuning_states,
         live_pods_hold(ctx)?.leases.len()
     );
     wait_for(
@@ -144,7 +122,7 @@ fn since_the_restart(ctx: &Ctx) -> Result<Vec<String>> {
 /// A pod's sandbox deleted behind the runtime's back (a cleanup script's `ctr`, a lost metadata store):
 /// once the runtime restarts it knows nothing of it, the kubelet makes the pod a new one, and no
 /// DEL ever comes for the old attachment. The agent, collecting at once after the restart,
-/// removes its port, lease and tuning state; the pod's new attachment stays.
+/// removes its port and lease; the pod's new attachment stays.
 pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     ctx.apply_nac(OWN_SPEC)?;
@@ -157,20 +135,19 @@ pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ct
         .cluster
         .delete_pod_behind_the_runtime(0, "default", "gc-behind")?;
     let old_lease = leases_dir(ctx).join(&old_ip);
-    let old_state = tuning_state(ctx, &sandbox);
-    check(exists(&old_lease) && exists(&old_state), || {
-        "the deleted sandbox's lease or tuning state is gone before any collection".into()
+    check(exists(&old_lease), || {
+        "the deleted sandbox's lease is gone before any collection".into()
     })?;
     ctx.cluster.crash(0, "containerd")?;
     ctx.cluster.start_again(0, "containerd")?;
     ctx.cluster.start_again(0, "kubelet")?;
     let restarted = Instant::now();
     wait_for(
-        "the deleted sandbox's lease and tuning state to be collected",
+        "the deleted sandbox's lease to be collected",
         Duration::from_secs(120),
         || {
             ctx.cluster.check_daemons()?;
-            Ok((!exists(&old_lease) && !exists(&old_state)).then_some(()))
+            Ok((!exists(&old_lease)).then_some(()))
         },
     )?;
     let took = restarted.elapsed();

@@ -37,7 +37,7 @@ pub use corpus::a_hostile_corpus_is_refused_or_passed_and_the_webhook_stays_up;
 pub use switch::macs_given_before_the_switch_are_never_given_again;
 const RANGE_START: &str = "02:30:00:00:00:00";
 const RANGE_END: &str = "02:30:00:00:0f:ff";
-const SPEC: &str =
+pub(crate) const SPEC: &str =
     "kubeMacPool:\n  rangeStart: \"02:30:00:00:00:00\"\n  rangeEnd: \"02:30:00:00:0f:ff\"\n";
 /// Opted in: the pod webhook acts only in namespaces labelled so (one per scenario: the one
 /// before may still be terminating).
@@ -51,7 +51,7 @@ const CERT_NAMESPACE: &str = "kmp-certs";
 const MANAGER: &str = "kubemacpool-mac-controller-manager";
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
 
-fn in_range(mac: &str) -> bool {
+pub(crate) fn in_range(mac: &str) -> bool {
     let (start, end) = (
         MacAddr::parse(RANGE_START).map(|m| m.to_u64()),
         MacAddr::parse(RANGE_END).map(|m| m.to_u64()),
@@ -70,7 +70,7 @@ fn deploy(ctx: &Ctx) -> Result<()> {
     ctx.wait_rollout("deployment", MANAGER)
 }
 
-fn opted_in_namespace(ctx: &Ctx, name: &str) -> Result<()> {
+pub(crate) fn opted_in_namespace(ctx: &Ctx, name: &str) -> Result<()> {
     ctx.apply(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    \
          mutatepods.kubemacpool.io: allocate\n"
@@ -175,7 +175,7 @@ fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
 
 /// The metrics of every manager replica that is not terminating (through the API server's pod
 /// proxy, on `port`): a replica on its way out may already be cut off its network.
-fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
+pub(crate) fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
     live_managers(ctx)?
         .into_iter()
         .map(|name| {

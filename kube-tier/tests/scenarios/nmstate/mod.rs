@@ -87,9 +87,11 @@ pub fn deploy_handler(ctx: &Ctx) -> Result<()> {
         ctx.wait_rollout("deployment", OPERATOR)?;
     }
     let nac = ctx.nac().ok();
-    let spec_is_walkthrough = nac
-        .as_ref()
-        .is_some_and(|n| n["spec"]["nmstate"].is_object() && n["spec"]["linuxBridge"].is_object());
+    let spec_is_walkthrough = nac.as_ref().is_some_and(|n| {
+        ["multus", "nmstate", "linuxBridge"]
+            .iter()
+            .all(|c| n["spec"][c].is_object())
+    });
     if !spec_is_walkthrough {
         reset(ctx)?;
         ctx.apply_nac(WALKTHROUGH_SPEC)?;

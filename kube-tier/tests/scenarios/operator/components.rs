@@ -7,8 +7,9 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
     ctx.apply_nac(FULL_SPEC)?;
-    // Our DaemonSets run (their image pulled from the registry, `Always`); the upstream images
-    // cannot be pulled here, so the config stays Progressing and says which.
+    // Our DaemonSets and Multus run (their images pulled from the registry, `Always`); the
+    // other upstream images cannot be pulled here, so the config stays Progressing and says
+    // which.
     ctx.wait_rollout("daemonset", LINUX_BRIDGE_DS)?;
     ctx.wait_rollout("daemonset", OVS_DS)?;
     let nac = ctx.wait_nac("Progressing", "True", Duration::from_secs(120))?;
@@ -28,21 +29,22 @@ pub fn full_cr_progressing(ctx: &mut Ctx) -> Result<()> {
             let msg = nac_condition(&nac, "Progressing")
                 .map(|c| c["message"].to_string())
                 .unwrap_or_default();
-            Ok((msg.contains("multus") && msg.to_lowercase().contains("pull")).then_some(()))
+            Ok((msg.contains("macvtap") && msg.to_lowercase().contains("pull")).then_some(()))
         },
     )
     .with_context(|| format!("Progressing said: {message}"))?;
-    // Every component's own condition: ours (KubeMacPool's allocator among them) available,
-    // the upstream ones rolling out, the IPAM
-    // controller not deployed for want of a certificate issuer.
+    // Every component's own condition: ours (KubeMacPool's allocator among them) and Multus
+    // available, the other upstream ones rolling out, the IPAM controller not deployed for
+    // want of a certificate issuer.
     ctx.kubectl_wait("LinuxBridgeAvailable", "120s")?;
+    ctx.kubectl_wait("MultusAvailable", "120s")?;
     ctx.kubectl_wait("OvsAvailable", "120s")?;
     ctx.kubectl_wait("KubeMacPoolAvailable", "120s")?;
     let nac = ctx.nac()?;
     for (type_, status, reason) in [
         ("LinuxBridgeAvailable", "True", "AsExpected"),
         ("OvsAvailable", "True", "AsExpected"),
-        ("MultusAvailable", "False", "Deploying"),
+        ("MultusAvailable", "True", "AsExpected"),
         ("MultusDynamicNetworksAvailable", "False", "Deploying"),
         ("KubeMacPoolAvailable", "True", "AsExpected"),
         ("MacvtapAvailable", "False", "Deploying"),
@@ -275,19 +277,20 @@ fn apply_labelled_nac(ctx: &Ctx, spec: &str) -> Result<()> {
 pub fn component_conditions_and_config_labels(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     reset(ctx)?;
-    apply_labelled_nac(ctx, &format!("multus: {{}}\n{OWN_SPEC}"))?;
+    apply_labelled_nac(ctx, &format!("macvtap: {{}}\n{OWN_SPEC}"))?;
     ctx.kubectl_wait("LinuxBridgeAvailable", "240s")?;
     ctx.kubectl_wait("OvsAvailable", "240s")?;
-    // Multus's upstream image cannot be pulled here: it alone is not available.
+    // macvtap's upstream image cannot be pulled here: it alone is not available.
     let nac = ctx.wait_nac("Progressing", "True", Duration::from_secs(60))?;
-    let multus = nac_condition(&nac, "MultusAvailable").context("no MultusAvailable condition")?;
+    let macvtap =
+        nac_condition(&nac, "MacvtapAvailable").context("no MacvtapAvailable condition")?;
     check(
-        multus["status"] == "False" && multus["reason"] == "Deploying",
-        || format!("MultusAvailable: {multus}"),
+        macvtap["status"] == "False" && macvtap["reason"] == "Deploying",
+        || format!("MacvtapAvailable: {macvtap}"),
     )?;
     check(
         nac_condition(&nac, "Available").is_some_and(|c| c["status"] == "False"),
-        || "Available while multus is not".into(),
+        || "Available while macvtap is not".into(),
     )?;
     let ds = ctx.get(&["get", "daemonset", LINUX_BRIDGE_DS, "-n", NAMESPACE])?;
     for (place, labels) in [
@@ -312,13 +315,13 @@ pub fn component_conditions_and_config_labels(ctx: &mut Ctx) -> Result<()> {
     }
     apply_labelled_nac(ctx, OWN_SPEC)?;
     let nac = ctx.wait_nac("Available", "True", Duration::from_secs(120))?;
-    check(nac_condition(&nac, "MultusAvailable").is_none(), || {
-        "multus was removed but its condition stayed".into()
+    check(nac_condition(&nac, "MacvtapAvailable").is_none(), || {
+        "macvtap was removed but its condition stayed".into()
     })?;
     wait_for(
-        "multus's DaemonSet to be deleted",
+        "macvtap's DaemonSet to be deleted",
         Duration::from_secs(60),
-        || Ok((!ctx.exists("daemonset", "multus", Some(NAMESPACE))?).then_some(())),
+        || Ok((!ctx.exists("daemonset", MACVTAP_DS, Some(NAMESPACE))?).then_some(())),
     )
 }
 

@@ -35,6 +35,8 @@ pub const OWN_SPEC: &str = "linuxBridge: {}\novs: {}\n";
 
 pub const LINUX_BRIDGE_DS: &str = "kube-cni-linux-bridge-plugin";
 pub const OVS_DS: &str = "ovs-cni-amd64";
+/// macvtap-cni's DaemonSet, whose upstream image cannot be pulled here.
+pub const MACVTAP_DS: &str = "macvtap-cni";
 /// The ConfigMap in which the operator records the spec it applied (upstream's name).
 pub const APPLIED_RECORD: &str = "cluster-networks-addons-operator-applied-cluster";
 
