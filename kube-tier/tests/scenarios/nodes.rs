@@ -279,42 +279,28 @@ fn vlans_across_ovs(ctx: &Ctx) -> Result<()> {
         let ovs = with_ips(json!({"type": "ovs", "bridge": "br1", "vlan": vlan}));
         ctx.apply(&nad(name, &attachment_config(network, ovs, static_ipam())))?;
     }
-    let on = |nad: &str, ip: &str| json!([{"name": nad, "ips": [ip]}]);
     let (n1, n2) = (ctx.cluster.node(0), ctx.cluster.node(1));
-    let a = attached_pod(
-        ctx,
-        "vlan100-a",
-        n1.name(),
-        &on(VLAN100_NAD, "192.168.200.11/24"),
-    )?
-    .ip;
-    let b = attached_pod(
-        ctx,
-        "vlan100-b",
-        n2.name(),
-        &on(VLAN100_NAD, "192.168.200.21/24"),
-    )?
-    .ip;
-    let c = attached_pod(
-        ctx,
-        "vlan200-c",
-        n2.name(),
-        &on(VLAN200_NAD, "192.168.200.22/24"),
-    )?
-    .ip;
+    let mut ips = Vec::new();
+    for (pod, node, nad, ip) in [
+        ("vlan100-a", n1, VLAN100_NAD, "192.168.200.11/24"),
+        ("vlan100-b", n2, VLAN100_NAD, "192.168.200.21/24"),
+        ("vlan200-c", n2, VLAN200_NAD, "192.168.200.22/24"),
+    ] {
+        let networks = json!([{"name": nad, "ips": [ip]}]);
+        ips.push(attached_pod(ctx, pod, node.name(), &networks)?.ip);
+    }
+    let [a, b, c] = [&ips[0], &ips[1], &ips[2]];
     let tags = ctx.cluster.ovs(1).port_tags()?;
     check(
         tags.values().filter(|t| **t == 100).count() == 1
             && tags.values().filter(|t| **t == 200).count() == 1,
         || format!("{}'s OVS ports and their tags: {tags:?}", n2.name()),
     )?;
-    let same_vlan =
-        pings(ctx, "default", "vlan100-a", &b) && pings(ctx, "default", "vlan100-b", &a);
+    let same_vlan = pings(ctx, "default", "vlan100-a", b) && pings(ctx, "default", "vlan100-b", a);
     check(same_vlan, || {
         format!("vlan100-a ({a}) and vlan100-b ({b}) do not reach each other on VLAN 100")
     })?;
-    let cut_off =
-        !pings(ctx, "default", "vlan200-c", &a) && !pings(ctx, "default", "vlan200-c", &b);
+    let cut_off = !pings(ctx, "default", "vlan200-c", a) && !pings(ctx, "default", "vlan200-c", b);
     check(cut_off, || {
         format!("vlan200-c ({c}) on VLAN 200 reaches a pod on VLAN 100")
     })?;

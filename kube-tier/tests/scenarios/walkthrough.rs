@@ -111,37 +111,20 @@ pub fn the_walkthrough_runs_through_multus_with_macs_from_the_pool(ctx: &mut Ctx
     let started = Instant::now();
     println!("    1. the policy: br1 with eth1 on every node");
     apply_and_wait_available(ctx, POLICY, &policy(POLICY, None, BR1, ""))?;
-    let before: Vec<_> = ctx
-        .cluster
-        .nodes()
-        .iter()
-        .map(holds)
-        .collect::<Result<_>>()?;
+    let nodes_hold = || -> Result<Vec<_>> { ctx.cluster.nodes().iter().map(holds).collect() };
+    let before = nodes_hold()?;
     let held_before = macs_held(ctx)?;
     let result = pods_on_br1(ctx);
-    for pod in &PODS {
-        let _ = ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, pod.name, "--wait=false"]);
+    for pod in PODS.iter().map(|p| p.name).chain(["walk-vlan"]) {
+        let _ = ctx.kubectl(&["delete", "pod", "-n", NAMESPACE, pod, "--wait=false"]);
     }
-    let _ = ctx.kubectl(&[
-        "delete",
-        "pod",
-        "-n",
-        NAMESPACE,
-        "walk-vlan",
-        "--wait=false",
-    ]);
     result?;
     println!("    5. the pods deleted");
     let after = wait_for(
         "both nodes to hold nothing of the pods and the pool no MAC of theirs",
         Duration::from_secs(120),
         || {
-            let now: Vec<_> = ctx
-                .cluster
-                .nodes()
-                .iter()
-                .map(holds)
-                .collect::<Result<_>>()?;
+            let now = nodes_hold()?;
             let held = macs_held(ctx)?;
             Ok((now == before && held == held_before).then_some((now, held)))
         },
