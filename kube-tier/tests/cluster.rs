@@ -261,6 +261,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::gc::the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
     ),
     (
+        "the_node_agents_collect_both_networks_of_a_lost_sandbox_through_multus",
+        scenarios::gc::the_node_agents_collect_both_networks_of_a_lost_sandbox_through_multus,
+    ),
+    (
         "a_rebooted_node_gets_its_policies_back",
         scenarios::nmstate::a_rebooted_node_gets_its_policies_back,
     ),

@@ -23,6 +23,7 @@ use crate::{check, Ctx, NAMESPACE};
 mod agents;
 mod on_node;
 mod runtime_lost;
+mod through_multus;
 
 pub use agents::{
     the_node_agents_collect_the_networks_of_attachment_definitions,
@@ -33,6 +34,7 @@ pub use runtime_lost::{
     the_node_agents_collect_a_sandbox_deleted_behind_the_runtime,
     the_node_agents_collect_after_the_runtime_is_killed_mid_pod,
 };
+pub use through_multus::the_node_agents_collect_both_networks_of_a_lost_sandbox_through_multus;
 
 /// The tier's operator runs its node agents with this `GC_INTERVAL`.
 pub const AGENT_GC_INTERVAL: &str = "10s";

@@ -105,7 +105,7 @@ pub fn the_node_agents_collect_after_the_runtime_is_killed_mid_pod(ctx: &mut Ctx
 }
 
 /// The agent's lines about the runtime's last restart and what it collected since.
-fn since_the_restart(ctx: &Ctx) -> Result<Vec<String>> {
+pub(super) fn since_the_restart(ctx: &Ctx) -> Result<Vec<String>> {
     let log = agent_log(ctx)?;
     let lines: Vec<&str> = log.lines().collect();
     let start = lines
