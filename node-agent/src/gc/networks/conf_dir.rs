@@ -111,6 +111,17 @@ mod tests {
     use super::*;
     use crate::gc::networks::testing::{bridge_list, conf_dir, names, ours};
 
+    /// Each network's place in the order the runtime loads the node's files.
+    fn load_indexes(networks: &[Network]) -> Vec<usize> {
+        networks
+            .iter()
+            .map(|n| match &n.source {
+                Source::NodeConflist { index, .. } => *index,
+                Source::Nad { .. } => usize::MAX,
+            })
+            .collect()
+    }
+
     #[test]
     fn node_files_come_in_byte_order_of_their_names_with_their_load_index() {
         let dir = conf_dir(&[
@@ -125,15 +136,8 @@ mod tests {
         let (networks, unreadable) = node_networks(dir.path(), &ours());
         assert!(unreadable.is_empty(), "{unreadable:?}");
         assert_eq!(names(&networks), ["a", "b", "z"]);
-        let indexes: Vec<_> = networks
-            .iter()
-            .map(|n| match &n.source {
-                Source::NodeConflist { index, .. } => *index,
-                Source::Nad { .. } => usize::MAX,
-            })
-            .collect();
         // 1-a, 10-other, 20-b, Z: the file not ours counts too.
-        assert_eq!(indexes, [0, 2, 3]);
+        assert_eq!(load_indexes(&networks), [0, 2, 3]);
     }
 
     #[test]
@@ -199,15 +203,8 @@ mod tests {
                 ),
             ]);
             let (networks, _) = node_networks(dir.path(), &ours());
-            let indexes: Vec<_> = networks
-                .iter()
-                .map(|n| match &n.source {
-                    Source::NodeConflist { index, .. } => *index,
-                    Source::Nad { .. } => usize::MAX,
-                })
-                .collect();
             // The pod network stays at its own place, behind Multus.
-            assert_eq!(indexes, [1], "{cluster}");
+            assert_eq!(load_indexes(&networks), [1], "{cluster}");
         }
     }
 
