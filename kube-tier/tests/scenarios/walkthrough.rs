@@ -62,8 +62,7 @@ const PODS: [Pod; 2] = [
 /// `net1`, and the network namespaces of sandboxes.
 fn holds(node: &Node) -> Result<(usize, usize, usize)> {
     let ports = node
-        .bridge_ports("br1")
-        .unwrap_or_default()
+        .bridge_ports("br1")?
         .iter()
         .filter(|(name, _)| name != "eth1")
         .count();

@@ -194,6 +194,22 @@ impl Leak {
     }
 }
 
+/// Node01's kubelet stopped and pod `pod`'s sandbox deleted behind the runtime's back (a
+/// cleanup script's `ctr`): no DEL will ever come for it. The sandbox's ID.
+fn lose_the_sandbox(ctx: &mut Ctx, pod: &str) -> Result<String> {
+    ctx.cluster.crash(0, "kubelet")?;
+    ctx.cluster.delete_pod_behind_the_runtime(0, "default", pod)
+}
+
+/// containerd killed and started again on node01, then its kubelet: the runtime knows nothing
+/// of a sandbox [`lose_the_sandbox`] deleted. When it was back.
+fn restart_the_runtime(ctx: &mut Ctx) -> Result<Instant> {
+    ctx.cluster.crash(0, "containerd")?;
+    ctx.cluster.start_again(0, "containerd")?;
+    ctx.cluster.start_again(0, "kubelet")?;
+    Ok(Instant::now())
+}
+
 /// The pod network's name (in the nodes' config).
 const POD_NETWORK: &str = "kube-tier";
 

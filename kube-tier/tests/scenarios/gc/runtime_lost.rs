@@ -130,18 +130,12 @@ pub fn the_node_agents_collect_a_sandbox_deleted_behind_the_runtime(ctx: &mut Ct
     create_pod(ctx, "gc-behind")?;
     let old_ip = wait_pod_ip(ctx, "gc-behind")?;
     let old_ports = ports(ctx)?;
-    ctx.cluster.crash(0, "kubelet")?;
-    let sandbox = ctx
-        .cluster
-        .delete_pod_behind_the_runtime(0, "default", "gc-behind")?;
+    let sandbox = lose_the_sandbox(ctx, "gc-behind")?;
     let old_lease = leases_dir(ctx).join(&old_ip);
     check(exists(&old_lease), || {
         "the deleted sandbox's lease is gone before any collection".into()
     })?;
-    ctx.cluster.crash(0, "containerd")?;
-    ctx.cluster.start_again(0, "containerd")?;
-    ctx.cluster.start_again(0, "kubelet")?;
-    let restarted = Instant::now();
+    let restarted = restart_the_runtime(ctx)?;
     wait_for(
         "the deleted sandbox's lease to be collected",
         Duration::from_secs(120),

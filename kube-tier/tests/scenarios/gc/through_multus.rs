@@ -23,7 +23,7 @@ pub fn the_node_agents_collect_both_networks_of_a_lost_sandbox_through_multus(
     let bridge = serde_json::json!({"type": "bridge", "bridge": NAD_BRIDGE});
     let ipam = serde_json::json!({"type": "host-local", "subnet": "10.78.0.0/24"});
     ctx.apply(&nad(NAD, &attachment_config(NAD, bridge, ipam)))?;
-    let result = lose_the_sandbox(ctx);
+    let result = both_networks_lost(ctx);
     let _ = delete_pod(ctx, POD);
     let _ = delete_nads(ctx, &[NAD]);
     // The scenarios after it run without Multus, as before it.
@@ -31,24 +31,18 @@ pub fn the_node_agents_collect_both_networks_of_a_lost_sandbox_through_multus(
     result.and(restored)
 }
 
-fn lose_the_sandbox(ctx: &mut Ctx) -> Result<()> {
+fn both_networks_lost(ctx: &mut Ctx) -> Result<()> {
     let node = ctx.node01().name().to_string();
     let net1 = attached_pod(ctx, POD, &node, &serde_json::json!([{"name": NAD}]))?;
     let eth0 = wait_pod_ip(ctx, POD)?;
-    ctx.cluster.crash(0, "kubelet")?;
-    let sandbox = ctx
-        .cluster
-        .delete_pod_behind_the_runtime(0, "default", POD)?;
+    let sandbox = lose_the_sandbox(ctx, POD)?;
     let pod_lease = leases_dir(ctx).join(&eth0);
     let nad_leases = |ctx: &Ctx| ctx.node01().leases(NAD);
     check(
         exists(&pod_lease) && nad_leases(ctx).contains(&net1.ip),
         || "the lost sandbox's leases are gone before any collection".into(),
     )?;
-    ctx.cluster.crash(0, "containerd")?;
-    ctx.cluster.start_again(0, "containerd")?;
-    ctx.cluster.start_again(0, "kubelet")?;
-    let restarted = Instant::now();
+    let restarted = restart_the_runtime(ctx)?;
     wait_for(
         "the lost sandbox's leases on both networks to be collected",
         Duration::from_secs(120),
