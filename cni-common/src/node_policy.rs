@@ -8,7 +8,9 @@
 //! binaries; `CNI_NODE_POLICY` names another one (a runtime's environment, which no network
 //! config can set).
 //!
-//! Refusals are code 7 (invalid config) and name the field.
+//! A refused path is code 7 (invalid network config) and names the field. A policy file that
+//! cannot be used is code 50 (the plugin cannot serve on this node): the administrator must fix
+//! it, so it is not the transient failure that 11 invites the runtime to retry.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -91,7 +93,8 @@ impl Default for NodePolicy {
 
 impl NodePolicy {
     /// The node's policy: the defaults, plus the policy file when there is one. A policy file
-    /// that cannot be read is an error (code 11): the administrator meant something by it.
+    /// that cannot be read or parsed is an error (code 50): the administrator meant something by
+    /// it, and no retry helps until it is fixed.
     pub fn load() -> Result<NodePolicy> {
         let path = match std::env::var_os(POLICY_ENV) {
             Some(p) if !p.is_empty() => PathBuf::from(p),
@@ -103,13 +106,18 @@ impl NodePolicy {
                 None => return Ok(NodePolicy::default()),
             },
         };
-        let file = match read_bounded(&path) {
+        NodePolicy::load_from(&path)
+    }
+
+    /// The defaults plus the policy file at `path`, when it exists.
+    fn load_from(path: &Path) -> Result<NodePolicy> {
+        let file = match read_bounded(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(NodePolicy::default()),
-            Err(e) => return Err(unusable_policy(&path, e)),
+            Err(e) => return Err(unusable_policy(path, e)),
         };
         let file: PolicyFile =
-            serde_json::from_slice(&file).map_err(|e| unusable_policy(&path, e))?;
+            serde_json::from_slice(&file).map_err(|e| unusable_policy(path, e))?;
         NodePolicy::default().with(file)
     }
 
@@ -499,6 +507,22 @@ mod tests {
             read_config_file("f", &tmp.path().join("none")).expect("ok"),
             None
         );
+    }
+
+    #[test]
+    fn a_policy_file_that_cannot_be_used_is_code_50_not_a_transient_11() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let garbled = tmp.path().join("node-policy.json");
+        fs::write(&garbled, b"{\"stateDirs\": ").expect("policy");
+        let fifo = tmp.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+        for path in [&garbled, &fifo] {
+            let e = NodePolicy::load_from(path).expect_err("unusable");
+            assert_eq!(e.code(), Code::NotAvailable, "{}", e.msg());
+            assert_eq!(e.code().as_u32(), 50);
+        }
+        let absent = NodePolicy::load_from(&tmp.path().join("none")).expect("the defaults");
+        assert_eq!(absent, NodePolicy::default());
     }
 
     #[test]
