@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::env::CmdArgs;
 use crate::error::{Code, Context, Error, Result};
 use crate::netlink::{Netlink, NewRoute};
+use crate::node_policy::{NodePolicy, HOST_LOCAL_LEASE_DIR};
 use crate::result::CniResult;
 use crate::rollback::Rollback;
 use crate::skel::Request;
@@ -156,28 +157,32 @@ pub fn exec_status<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
 /// IPAM GC, when the delegate knows GC; for host-local, also the leases it keeps of
 /// attachments that are gone (see [`release_lost_host_local_leases`]).
 pub fn exec_gc<C>(ipam_type: &str, req: &Request<C>) -> Result<()> {
+    let leases = host_local_leases(req)?;
     if delegate_knows_1_1(ipam_type, req)? {
         exec(ipam_type, Command::Gc, req)?;
     }
-    if ipam_type == HOST_LOCAL {
-        release_lost_host_local_leases(req)?;
+    if let Some(dir) = leases {
+        release_lost_host_local_leases(req, &dir)?;
     }
     Ok(())
 }
 
+/// Refuses what this config's IPAM section names that the plugin itself would read on the node
+/// (host-local's `dataDir`, whose leases GC lists), before anything is touched.
+pub fn check_node_policy<C>(req: &Request<C>) -> Result<()> {
+    host_local_leases(req).map(drop)
+}
+
 const HOST_LOCAL: &str = "host-local";
-/// host-local's `dataDir` when the config sets none.
-const HOST_LOCAL_DATA_DIR: &str = "/var/lib/cni/networks";
 /// A lease file holds a container ID and an interface name: a few hundred bytes at most.
 const MAX_LEASE_FILE: u64 = 4096;
 
-/// host-local keeps one file per leased address, `<dataDir>/<network>/<address>`, holding the
-/// container ID and the interface name, and its GC (through 1.9.1, and before 1.1.0 it has
-/// none) leaves them all: a lease whose DEL never came would be taken for good. So the leases
-/// of this network whose attachment is not among the valid ones are released with host-local's
-/// own DEL, as the lost DEL would have. Files that are not leases (`lock`, `last_reserved_ip.*`)
-/// and leases of the old one-line format (no interface name to match) are left alone.
-fn release_lost_host_local_leases<C>(req: &Request<C>) -> Result<()> {
+/// With host-local, the directory of this network's leases, `<dataDir>/<network>`, where the
+/// node policy allows `dataDir`.
+fn host_local_leases<C>(req: &Request<C>) -> Result<Option<PathBuf>> {
+    if req.conf.ipam_type() != Some(HOST_LOCAL) {
+        return Ok(None);
+    }
     let data_dir = req
         .conf
         .ipam
@@ -185,9 +190,19 @@ fn release_lost_host_local_leases<C>(req: &Request<C>) -> Result<()> {
         .and_then(|i| i.rest.get("dataDir"))
         .and_then(Value::as_str)
         .filter(|d| !d.is_empty())
-        .unwrap_or(HOST_LOCAL_DATA_DIR);
-    let dir = Path::new(data_dir).join(&req.conf.name);
-    let entries = match std::fs::read_dir(&dir) {
+        .unwrap_or(HOST_LOCAL_LEASE_DIR);
+    let dir = NodePolicy::load()?.lease_dir("ipam.dataDir", data_dir)?;
+    Ok(Some(dir.join(&req.conf.name)))
+}
+
+/// host-local keeps one file per leased address, `<dataDir>/<network>/<address>`, holding the
+/// container ID and the interface name, and its GC (through 1.9.1, and before 1.1.0 it has
+/// none) leaves them all: a lease whose DEL never came would be taken for good. So the leases
+/// of this network whose attachment is not among the valid ones are released with host-local's
+/// own DEL, as the lost DEL would have. Files that are not leases (`lock`, `last_reserved_ip.*`)
+/// and leases of the old one-line format (no interface name to match) are left alone.
+fn release_lost_host_local_leases<C>(req: &Request<C>, dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::wrap(format!("listing {}", dir.display()), e)),

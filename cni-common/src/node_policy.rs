@@ -38,6 +38,8 @@ pub const RESERVED_STATE_DIRS: [&str; 4] = [
     "/var/lib/cni/multus",
     "/var/lib/cni/networks",
 ];
+/// host-local's own lease directory, its `dataDir` when the config names none.
+pub const HOST_LOCAL_LEASE_DIR: &str = "/var/lib/cni/networks";
 /// The OVSDB endpoints of Open vSwitch's packaging (`/var/run` is a link to `/run`).
 pub const DEFAULT_OVSDB_ENDPOINTS: [&str; 2] = [
     "unix:/var/run/openvswitch/db.sock",
@@ -178,6 +180,28 @@ impl NodePolicy {
             )));
         }
         Ok(resolved)
+    }
+
+    /// Checks host-local's lease directory `value` of config field `field` (its `dataDir`), which
+    /// a GC lists and releases leases from, and returns it with the links of its existing part
+    /// resolved. Allowed: host-local's own directory or below it, or a state directory
+    /// ([`NodePolicy::state_dir`]).
+    pub fn lease_dir(&self, field: &str, value: &str) -> Result<PathBuf> {
+        check_plain_path(field, value)?;
+        let resolved = resolve_existing(Path::new(value))
+            .map_err(|e| Error::invalid_config(format!("{field} {value:?}: {e}")))?;
+        let own = fs::canonicalize(HOST_LOCAL_LEASE_DIR)
+            .unwrap_or_else(|_| PathBuf::from(HOST_LOCAL_LEASE_DIR));
+        if resolved.starts_with(own) || self.state_dir(field, value).is_ok() {
+            return Ok(resolved);
+        }
+        Err(Error::invalid_config(format!(
+            "{field} {value:?}{} is not allowed: host-local's leases must be in \
+             {HOST_LOCAL_LEASE_DIR} or in a state directory below {} (the node's \
+             {POLICY_FILE_NAME} can allow more)",
+            shown_if_different(value, &resolved),
+            self.roots_text(),
+        )))
     }
 
     /// Checks that the configuration file `value` of config field `field` is a file in one of
@@ -461,6 +485,29 @@ mod tests {
             .state_dir("dataDir", &format!("{}/new/state", root.display()))
             .expect("a directory yet to be made");
         assert!(ok.starts_with(fs::canonicalize(&root).expect("canon")));
+    }
+
+    #[test]
+    fn a_lease_directory_is_host_locals_own_or_a_state_directory() {
+        let p = NodePolicy::default();
+        for ok in [
+            "/var/lib/cni/networks",
+            "/var/lib/cni/networks/",
+            "/run/cni/leases",
+        ] {
+            p.lease_dir("ipam.dataDir", ok).expect(ok);
+        }
+        for bad in [
+            "/etc",
+            "/",
+            "/var/lib/cni",
+            "/var/lib/cni/results",
+            "/run/cni/../../etc",
+        ] {
+            let e = p.lease_dir("ipam.dataDir", bad).expect_err(bad);
+            assert_eq!(e.code(), Code::InvalidConfig, "{bad}");
+            assert!(e.msg().starts_with("ipam.dataDir "), "{}", e.msg());
+        }
     }
 
     #[test]

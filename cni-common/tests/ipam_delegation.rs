@@ -197,8 +197,10 @@ fn status_and_gc_reach_the_delegate_with_the_same_environment_and_whole_config()
 #[test]
 fn status_and_gc_skip_a_delegate_older_than_spec_1_1() {
     // Debian's host-local 1.1.1 stops at 1.0.0 and would fail on verbs it does not know.
-    let dir = Dir::new("old-delegate");
-    let mut conf = host_local_conf(&dir.0);
+    // A lease directory the node's default policy allows (this process has no policy file);
+    // with no lease to release, nothing is made there.
+    let leases = PathBuf::from(format!("/run/cni/ipam-test-old-{}", std::process::id()));
+    let mut conf = host_local_conf(&leases);
     conf["cniVersion"] = json!("1.1.0");
     conf["cni.dev/valid-attachments"] = json!([]);
     let path = [Path::new(GO_PLUGINS)];

@@ -19,11 +19,25 @@ impl TempDir {
     /// # Panics
     /// If the directory cannot be created.
     pub fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// Creates `<parent>/cnit-<tag>-<random>`: for a directory the tests' node policy does not
+    /// allow, which all of the system temp dir is.
+    ///
+    /// # Panics
+    /// If the directory cannot be created.
+    pub fn new_in(parent: &Path, tag: &str) -> TempDir {
         let prefix = format!("{NAME_PREFIX}-{}-", clean_tag(tag));
         let dir = tempfile::Builder::new()
             .prefix(&prefix)
-            .tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a temporary directory {prefix}*: {e}"));
+            .tempdir_in(parent)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot create a temporary directory {}/{prefix}*: {e}",
+                    parent.display()
+                )
+            });
         TempDir { dir }
     }
 

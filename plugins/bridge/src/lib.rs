@@ -139,6 +139,8 @@ impl Plugin for Bridge {
 
     fn gc(&self, req: &Request<BridgeConf>) -> Result<()> {
         let s = Settings::resolve(req)?;
+        // GC lists host-local's leases itself: a refused dataDir refuses the whole GC.
+        ipam::check_node_policy(req)?;
         let network = network_hash(&req.conf.name);
         let valid: HashSet<u64> = req
             .conf

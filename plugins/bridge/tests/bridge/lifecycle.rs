@@ -213,6 +213,38 @@ fn gc_releases_the_host_local_leases_of_attachments_that_are_gone() {
 }
 
 #[test]
+fn gc_with_a_lease_directory_the_node_does_not_allow_is_refused_and_changes_nothing() {
+    netns_tests::skip_unless_root!();
+    let node = Node::new("br-gc-refused");
+    let lost = node.pod("lost");
+    let gone = node.add(&lost, &config("brgr", json!({"ipam": {}})));
+    // A lease host-local's GC would release, where the tests' node policy (their temp dir)
+    // allows no state.
+    let outside = netns_tests::TempDir::new_in(std::path::Path::new("/var/tmp"), "br-gc-refused");
+    let mut conf = config(
+        "brgr",
+        json!({"ipam": {"type": "host-local", "subnet": "10.78.0.0/24", "dataDir": outside.path()}}),
+    );
+    let lease = outside
+        .join(conf["name"].as_str().expect("name"))
+        .join("10.78.0.5");
+    std::fs::create_dir_all(lease.parent().expect("the network's directory")).expect("mkdir");
+    std::fs::write(&lease, format!("{}\r\n{IFNAME}", lost.id)).expect("lease");
+
+    conf["cniVersion"] = json!("1.1.0");
+    conf["cni.dev/valid-attachments"] = json!([]);
+    let out = node.call_raw("GC", "", "", "", &conf, "");
+    assert_eq!(error_code(&out), 7);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ipam.dataDir"), "{stdout}");
+    assert!(lease.is_file(), "the lease outside was released");
+    assert!(
+        node.host_link(&host_veth(&gone)).is_some(),
+        "the refused GC removed a port"
+    );
+}
+
+#[test]
 fn status_is_ok_without_ipam_and_asks_ipam_when_there_is_one() {
     netns_tests::skip_unless_root!();
     let node = Node::new("br-status");
