@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::args::CniArgs;
 use crate::error::{Error, Result};
 use crate::mac::MacAddr;
+use crate::netlink::MTU_RANGE;
 use crate::result::Dns;
 
 /// The GC request's key for the attachments to keep (spec 1.1.0).
@@ -185,6 +186,21 @@ pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAdd
     }
 }
 
+/// The MTU a config field asks for: 0 or none leaves the link's, anything else must be in
+/// [`MTU_RANGE`] (code 7 otherwise). Checked before the node changes, since the kernel refuses
+/// only once the links are being made.
+pub fn mtu_field(field: &str, value: Option<u32>) -> Result<Option<u32>> {
+    match value {
+        None | Some(0) => Ok(None),
+        Some(m) if MTU_RANGE.contains(&m) => Ok(Some(m)),
+        Some(m) => Err(Error::invalid_config(format!(
+            "{field} {m} is out of range: 0 (unchanged) or {} to {}",
+            MTU_RANGE.start(),
+            MTU_RANGE.end()
+        ))),
+    }
+}
+
 /// The IPAM plugin's name, as a config names it: a file name (no directory, not `.` or `..`,
 /// no NUL, at most 255 bytes), since it is exec'd as root from CNI_PATH.
 pub fn check_plugin_name(plugin: &str) -> Result<()> {
@@ -201,6 +217,22 @@ pub fn check_plugin_name(plugin: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mtu_is_unset_at_0_and_otherwise_68_to_65535() {
+        assert_eq!(mtu_field("mtu", None).expect("unset"), None);
+        assert_eq!(mtu_field("mtu", Some(0)).expect("unset"), None);
+        assert_eq!(mtu_field("mtu", Some(68)).expect("lowest"), Some(68));
+        assert_eq!(mtu_field("mtu", Some(65535)).expect("highest"), Some(65535));
+        for bad in [1, 67, 65536, u32::MAX] {
+            let e = mtu_field("args.cni.mtu", Some(bad)).expect_err("out of range");
+            assert_eq!(e.code(), crate::Code::InvalidConfig);
+            assert_eq!(
+                e.msg(),
+                format!("args.cni.mtu {bad} is out of range: 0 (unchanged) or 68 to 65535")
+            );
+        }
+    }
 
     #[test]
     fn pick_mac_takes_the_last_given_and_refuses_multicast() {

@@ -1,7 +1,7 @@
 //! The bridge config, field for field the reference plugin's (v1.9), validated before anything
 //! changes: every refusal is code 7 and names the field.
 
-use cni_common::config::{cni_args_mac, pick_mac};
+use cni_common::config::{cni_args_mac, mtu_field, pick_mac};
 use cni_common::mac::MacAddr;
 use cni_common::skel::Request;
 use cni_common::vlan::{collect_trunk, vlan_id, TrunkEntry};
@@ -95,6 +95,7 @@ impl Settings {
             None | Some(0) => None,
             Some(v) => Some(vlan_id("vlan", v, 1)?),
         };
+        let mtu = mtu_field("mtu", c.mtu)?;
         let trunk = match &c.vlan_trunk {
             None => Vec::new(),
             Some(entries) => collect_trunk("vlanTrunk", entries, 1)?,
@@ -143,7 +144,7 @@ impl Settings {
             is_default_gateway: c.is_default_gateway,
             force_address: c.force_address,
             ip_masq: c.ip_masq,
-            mtu: c.mtu.filter(|m| *m != 0),
+            mtu,
             hairpin: c.hairpin_mode,
             promisc: c.promisc_mode,
             vlan,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
+use cni_common::config::{cni_args_mac, mtu_field, parse_mac_field, pick_mac};
 use cni_common::mac::MacAddr;
 use cni_common::node_policy::NodePolicy;
 use cni_common::skel::Request;
@@ -94,7 +94,12 @@ impl Settings {
             conf.args_mac()?,
         ])?;
 
-        let mtu = conf.arg_as::<u32>("mtu")?.or(own.mtu).filter(|m| *m != 0);
+        // The config's own value is checked even where args.cni overrides it.
+        let own_mtu = mtu_field("mtu", own.mtu)?;
+        let mtu = match conf.arg_as::<u32>("mtu")? {
+            Some(m) => mtu_field("args.cni.mtu", Some(m))?,
+            None => own_mtu,
+        };
         let promisc = conf.arg_as::<bool>("promisc")?.unwrap_or(own.promisc);
         let allmulti = conf.arg_as::<bool>("allmulti")?.or(own.allmulti);
         let tx_qlen = conf.arg_as::<u32>("txQLen")?.or(own.tx_qlen);

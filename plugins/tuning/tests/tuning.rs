@@ -233,12 +233,27 @@ fn del_succeeds_when_the_link_is_gone_and_twice() {
 fn failed_add_rolls_back_what_it_already_changed() {
     netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-rollback");
+    // net1 as a macvlan, whose MTU cannot exceed its parent's 1500: the mac and the sysctl are
+    // applied, then the kernel refuses the MTU, which is in range for the config.
+    a.ns.exec_ok("ip", &["link", "del", IFNAME]);
+    a.ns.exec_ok(
+        "ip",
+        &[
+            "link", "add", "parent1", "type", "veth", "peer", "name", "parent2",
+        ],
+    );
+    a.ns.exec_ok(
+        "ip",
+        &[
+            "link", "add", IFNAME, "link", "parent1", "type", "macvlan", "mode", "bridge",
+        ],
+    );
+    a.ns.exec_ok("ip", &["link", "set", IFNAME, "up"]);
     let before = a.ns.link(IFNAME).expect("net1");
     let before_fwd = a.sysctl("net/ipv4/conf/net1/forwarding");
-    // The mac and the sysctl are applied, then the kernel refuses an MTU above veth's maximum.
     let conf = a.config(json!({
         "mac": "02:aa:bb:cc:dd:ee",
-        "mtu": 70000,
+        "mtu": 9000,
         "sysctl": {"net.ipv4.conf.IFNAME.forwarding": if before_fwd == "1" { "0" } else { "1" }}
     }));
     let out = a.call("ADD", &conf);

@@ -169,6 +169,28 @@ fn an_l2_add_whose_result_cannot_be_printed_is_refused_before_anything_changes()
 }
 
 #[test]
+fn an_mtu_out_of_range_is_refused_with_code_7_before_anything_changes() {
+    netns_tests::skip_unless_root!();
+    // 68 (IPv4's minimum) to 65535 is what a veth and a bridge take; 0 leaves the kernel's.
+    let node = Node::new("br-mtu");
+    let a = node.pod("a");
+    for mtu in [1_u64, 67, 65536, u64::from(u32::MAX)] {
+        let conf = config(
+            "brmtu",
+            json!({"mtu": mtu, "ipam": node.host_local("10.85.0.0/24")}),
+        );
+        let out = node.call("ADD", &a, &conf, "");
+        assert_eq!(error_code(&out), 7, "mtu {mtu}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("mtu {mtu} is out of range")),
+            "{text}"
+        );
+        assert_untouched(&node, &a, "brmtu", &format!("mtu {mtu}"));
+    }
+}
+
+#[test]
 fn an_add_whose_ipam_plugin_is_missing_is_refused_before_anything_changes() {
     netns_tests::skip_unless_root!();
     let node = Node::new("br-noipam");
