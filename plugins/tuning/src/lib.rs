@@ -109,13 +109,18 @@ impl Plugin for Tuning {
         let file = attachment_file_name(&req.cmd.container_id, &req.cmd.ifname);
         let backup = match store.read::<Backup>(&file) {
             Ok(Some(backup)) => backup,
-            Ok(None) => return store.remove(&format!("{file}{UNREADABLE}")),
-            // Nothing can be restored from it. The name is this attachment's alone, so it goes
-            // with the attachment; what was wrong with it is in the log.
+            Ok(None) => return Ok(()),
+            // Nothing can be restored from it, yet it is the only record of the interface's
+            // original settings: a person may still read them. So it stays, as does a copy an ADD
+            // set aside (`<file>.unreadable`), and DEL succeeds, as the reference plugin's does.
             Err(e) => {
-                tracing::warn!("{}; nothing restored, the file is removed", e.msg());
-                store.remove(&format!("{file}{UNREADABLE}"))?;
-                return store.remove(&file);
+                tracing::warn!(
+                    "{}; nothing restored, and the file is kept: it is the only record of \
+                     {}'s original settings",
+                    e.msg(),
+                    req.cmd.ifname
+                );
+                return Ok(());
             }
         };
         let Some(ns) = req.open_netns_if_exists()? else {
@@ -230,7 +235,7 @@ impl Plugin for Tuning {
 
     /// Forgets the saved state of this network's attachments that the runtime no longer has.
     /// Only files this plugin wrote for this network are considered: an unreadable file's
-    /// network is unknown (the directory is shared), so it is left to its attachment's DEL.
+    /// network is unknown (the directory is shared), so it is left, as DEL leaves it.
     fn gc(&self, req: &Request<TuningConf>) -> Result<()> {
         let store = StateDir::ephemeral(data_dir(&req.conf.plugin)?);
         let valid = req.conf.gc_valid_attachments();
@@ -250,7 +255,7 @@ impl Plugin for Tuning {
                 Ok(Some(b)) => b,
                 Ok(None) => continue,
                 Err(e) => {
-                    tracing::info!("{}; left to its attachment's DEL", e.msg());
+                    tracing::info!("{}; left for a person to read", e.msg());
                     continue;
                 }
             };

@@ -134,19 +134,41 @@ fn del_succeeds_when_the_netns_is_gone_and_forgets_the_state() {
 }
 
 #[test]
-fn del_removes_its_own_unreadable_state_file_and_says_why() {
+fn del_keeps_an_unreadable_state_file_and_succeeds_as_the_go_plugin_does() {
     netns_tests::skip_unless_root!();
     let a = Attachment::new("tuning-corrupt-del");
-    let conf = a.config(json!({"mtu": 1400}));
+    // 1.0.0, which every Go release under test speaks (Debian's 1.1.1 stops there).
+    let mut conf = a.config(json!({"mtu": 1400}));
+    conf["cniVersion"] = json!("1.0.0");
+    conf["prevResult"] = a.prev_result("1.0.0");
     expect_success(&a.call("ADD", &conf), "ADD");
     let [state] = a.state_files().try_into().expect("one state file");
     let path = a.data_dir.path().join(&state);
+    let go = netns_tests::go_reference("tuning");
+    let go_dir = go.parent().expect("the Go tuning has a directory");
+    let label = format!("Go tuning {}", netns_tests::go_release_label(&go));
+    // The same corrupt file for each: what each DEL does with it, and whether it is still there.
+    let outcome = |out: std::process::Output| {
+        std::fs::read_to_string(&path).ok().map(|left| {
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.success(), left, stderr)
+        })
+    };
     std::fs::write(&path, "{not json").expect("corrupt the state");
-    let out = a.call("DEL", &conf);
-    expect_success(&out, "DEL with an unreadable state file");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("is corrupt"), "not reported: {stderr}");
-    assert!(!path.exists(), "the attachment's own file went with it");
+    let ours = outcome(a.call("DEL", &conf));
+    std::fs::write(&path, "{not json").expect("corrupt the state");
+    let theirs = outcome(call_go_in(go_dir, &a, "DEL", &conf));
+
+    let (ok, left, stderr) = ours.expect("our DEL removed the file");
+    assert!(ok, "our DEL failed: {stderr}");
+    assert_eq!(left, "{not json");
+    assert!(
+        stderr.contains("is corrupt") && stderr.contains("kept"),
+        "not reported: {stderr}"
+    );
+    let (ok, left, stderr) = theirs.unwrap_or_else(|| panic!("the {label} DEL removed the file"));
+    assert!(ok, "the {label} DEL failed: {stderr}");
+    assert_eq!(left, "{not json", "{label}");
 }
 
 #[test]
@@ -172,7 +194,7 @@ fn add_sets_an_unreadable_earlier_backup_aside_instead_of_writing_over_it() {
 }
 
 #[test]
-fn gc_leaves_unreadable_state_to_its_attachments_del() {
+fn gc_leaves_unreadable_state_files() {
     netns_tests::skip_unless_root!();
     let (keep, _lose, mut conf, _) = two_attachments_sharing_a_data_dir("tuning-corrupt-gc");
     let dir = keep.data_dir.path();
@@ -324,8 +346,18 @@ fn mac_precedence_is_args_cni_over_runtime_config_over_cni_args_over_config() {
 
 /// Debian's Go tuning 1.1.1 (it speaks up to 1.0.0), called like ours, same state directory.
 fn call_go(a: &Attachment, verb: &str, conf: &Value) -> std::process::Output {
+    call_go_in(&go_plugin_dir(), a, verb, conf)
+}
+
+/// The Go tuning in `dir`, called like ours, same state directory.
+fn call_go_in(
+    dir: &std::path::Path,
+    a: &Attachment,
+    verb: &str,
+    conf: &Value,
+) -> std::process::Output {
     netns_tests::run_plugin(
-        &go_plugin_dir(),
+        dir,
         "tuning",
         &[
             ("CNI_COMMAND", verb),
