@@ -25,7 +25,12 @@ const FORWARDED_ENV: &[&str] = &[
     "RUST_LOG",
     "CNI_TEST_PLUGIN_DIR",
     "CARGO_TARGET_DIR",
+    crate::GO_PLUGINS_DIR_ENV,
 ];
+
+/// Forwarded variables naming a directory of binaries the guest must see: where it lies under a
+/// tmpfs of the guest's (the Go plugins' cache under /var/cache), its tree is shared read-only.
+const SHARED_DIR_ENV: &[&str] = &[crate::GO_PLUGINS_DIR_ENV];
 
 /// Whether this process runs inside the real-kernel guest.
 pub fn in_guest() -> bool {
@@ -79,8 +84,10 @@ pub fn setup() {
 /// If the options are invalid, the tier cannot be set up or the guest cannot be started.
 pub fn run(options: &[&str], command: &[&str]) -> Output {
     assert!(!command.is_empty(), "run: empty command");
-    let options = run_options(options, command, |name| std::env::var_os(name).is_some())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let options = run_options(options, command, |name| {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     setup();
     // One guest at a time per process: two software-emulated guests on our 2 cores take longer
     // together than one after the other.
@@ -103,18 +110,27 @@ pub fn run(options: &[&str], command: &[&str]) -> Output {
     }
 }
 
-/// `options`, plus `--env NAME` for each of [`FORWARDED_ENV`] that `is_set`, then `command`.
+/// `options`, plus `--env NAME` for each of [`FORWARDED_ENV`] set on the `host`, and `--rodir`
+/// for the hidden tree of each of [`SHARED_DIR_ENV`]; then `command`.
 fn run_options(
     options: &[&str],
     command: &[&str],
-    is_set: impl Fn(&str) -> bool,
+    host: impl Fn(&str) -> Option<String>,
 ) -> real_kernel::Result<RunOptions> {
-    let mut args: Vec<&str> = options.to_vec();
-    for name in FORWARDED_ENV.iter().copied().filter(|n| is_set(n)) {
-        args.extend(["--env", name]);
+    let mut args: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+    for name in FORWARDED_ENV.iter().copied() {
+        let Some(value) = host(name) else { continue };
+        args.extend(["--env".to_string(), name.to_string()]);
+        let tree = SHARED_DIR_ENV
+            .contains(&name)
+            .then(|| real_kernel::hidden_tree(std::path::Path::new(&value)))
+            .flatten();
+        if let Some(tree) = tree {
+            args.extend(["--rodir".to_string(), tree.display().to_string()]);
+        }
     }
-    args.push("--");
-    args.extend(command);
+    args.push("--".to_string());
+    args.extend(command.iter().map(|c| c.to_string()));
     RunOptions::parse(args)
 }
 
@@ -165,16 +181,35 @@ mod tests {
 
     #[test]
     fn forwarded_variables_that_are_set_go_to_the_guest() {
-        let options = run_options(&["--timeout", "60"], &["true"], |n| n == "RUST_LOG")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let host = |n: &str| (n == "RUST_LOG").then(|| "debug".to_owned());
+        let options =
+            run_options(&["--timeout", "60"], &["true"], host).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(options.env, vec!["RUST_LOG".to_owned()]);
         assert_eq!(options.timeout_secs, 60);
         assert_eq!(options.command, vec!["true".to_owned()]);
+        assert!(options.rodirs.is_empty());
+    }
+
+    #[test]
+    fn the_go_plugins_go_to_the_guest_with_their_hidden_tree_shared_read_only() {
+        let cached = |n: &str| {
+            (n == crate::GO_PLUGINS_DIR_ENV)
+                .then(|| "/var/cache/cni-go-plugins-1.9.1/root/usr/lib/cni".to_owned())
+        };
+        let options = run_options(&[], &["true"], cached).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(options.env, vec![crate::GO_PLUGINS_DIR_ENV.to_owned()]);
+        assert_eq!(
+            options.rodirs,
+            vec![std::path::PathBuf::from("/var/cache/cni-go-plugins-1.9.1")]
+        );
+        let visible = |n: &str| (n == crate::GO_PLUGINS_DIR_ENV).then(|| "/opt/go".to_owned());
+        let options = run_options(&[], &["true"], visible).unwrap_or_else(|e| panic!("{e}"));
+        assert!(options.rodirs.is_empty());
     }
 
     #[test]
     fn the_command_keeps_its_own_dashed_arguments() {
-        let options = run_options(&[], &["prog", "--ignored", "in_guest::"], |_| false)
+        let options = run_options(&[], &["prog", "--ignored", "in_guest::"], |_| None)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(options.command, vec!["prog", "--ignored", "in_guest::"]);
         assert!(options.env.is_empty());

@@ -23,6 +23,10 @@ pub struct RunOptions {
     /// Share host directory DIR read-write (writes reach the host); repeatable.
     #[arg(long = "rwdir", value_name = "DIR")]
     pub rwdirs: Vec<PathBuf>,
+    /// Share host directory DIR read-only, also where the guest mounts a tmpfs of its own (below
+    /// /var/cache, say); repeatable.
+    #[arg(long = "rodir", value_name = "DIR")]
+    pub rodirs: Vec<PathBuf>,
     /// Also stream the kernel console.
     #[arg(short, long)]
     pub verbose: bool,
@@ -113,6 +117,8 @@ mod tests {
             "B=x y",
             "--rwdir",
             "/srv",
+            "--rodir",
+            "/var/cache/x",
             "-v",
             "--",
             "sh",
@@ -124,6 +130,7 @@ mod tests {
         assert_eq!(o.timeout_secs, 30);
         assert_eq!(o.env, vec!["A", "B=x y"]);
         assert_eq!(o.rwdirs, vec![PathBuf::from("/srv")]);
+        assert_eq!(o.rodirs, vec![PathBuf::from("/var/cache/x")]);
         assert!(o.verbose);
         assert_eq!(o.command, vec!["sh", "-c", "echo --memory"]);
     }

@@ -69,14 +69,15 @@ pub fn guest_script(
 
 /// virtme-ng's arguments: software emulation (KVM guests hang on our machines), 9p for the root
 /// (virtiofs needs a daemon), the console on stderr (without it the guest's output may not reach
-/// us), the repository writable in an overlay, `out_dir` and `rwdirs` shared read-write.
+/// us), the repository writable in an overlay, `out_dir` and `rwdirs` shared read-write, `rodirs`
+/// read-only.
 pub fn vng_args(
     options: &RunOptions,
     repo: &Path,
     out_dir: &Path,
     kernel: &Path,
     script: &Path,
-    rwdirs: &[PathBuf],
+    (rwdirs, rodirs): (&[PathBuf], &[PathBuf]),
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
         "--verbose",
@@ -100,6 +101,10 @@ pub fn vng_args(
     args.push(format!("/bin/sh {}", script.display()).into());
     for dir in rwdirs {
         args.push("--rwdir".into());
+        args.push(dir.into());
+    }
+    for dir in rodirs {
+        args.push("--rodir".into());
         args.push(dir.into());
     }
     args
@@ -157,7 +162,7 @@ mod tests {
             Path::new("/tmp/t/out"),
             Path::new("/k/boot/vmlinuz-6.1.0-56-amd64"),
             Path::new("/tmp/t/guest.sh"),
-            &[PathBuf::from("/srv/x")],
+            (&[PathBuf::from("/srv/x")], &[PathBuf::from("/var/cache/y")]),
         );
         let args: Vec<String> = args
             .iter()
@@ -183,6 +188,8 @@ mod tests {
                 "/bin/sh /tmp/t/guest.sh",
                 "--rwdir",
                 "/srv/x",
+                "--rodir",
+                "/var/cache/y",
             ]
         );
     }

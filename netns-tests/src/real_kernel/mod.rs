@@ -65,6 +65,19 @@ pub fn cache_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// Directories the guest mounts a tmpfs of its own over: it sees none of the host's files there
+/// unless they are shared with it (`--rodir`, `--rwdir`).
+pub const TMPFS_IN_GUEST: &[&str] = &["/run", "/var/cache", "/var/tmp", "/var/log"];
+
+/// What to share with the guest for it to see `path`: the directory right below the tmpfs that
+/// hides it (`/var/cache/x` for `/var/cache/x/y/z`), so that what lies beside `path` in that tree
+/// comes along; None when the guest sees `path` as it is.
+pub fn hidden_tree(path: &Path) -> Option<PathBuf> {
+    let tmpfs = TMPFS_IN_GUEST.iter().find(|d| path.starts_with(d))?;
+    let below = path.strip_prefix(tmpfs).ok()?.components().next()?;
+    Some(Path::new(tmpfs).join(below))
+}
+
 /// Directories the guest hides behind a tmpfs or an empty overlay.
 const HIDDEN_IN_GUEST: &[&str] = &[
     "/tmp",
@@ -105,6 +118,19 @@ fn require_root(why: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_under_a_tmpfs_of_the_guest_is_shared_by_its_top_directory() {
+        assert_eq!(
+            hidden_tree(Path::new(
+                "/var/cache/cni-go-plugins-1.9.1/root/usr/lib/cni"
+            )),
+            Some(PathBuf::from("/var/cache/cni-go-plugins-1.9.1"))
+        );
+        assert_eq!(hidden_tree(Path::new("/usr/lib/cni")), None);
+        assert_eq!(hidden_tree(Path::new("/var/cache")), None);
+        assert_eq!(hidden_tree(Path::new("/var/cachex/y")), None);
+    }
 
     #[test]
     fn the_cache_dir_must_be_absolute() {

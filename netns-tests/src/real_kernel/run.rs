@@ -23,7 +23,7 @@ use wait_timeout::ChildExt;
 use super::console::{copy_streaming, keep_console, split_console};
 use super::exec::{is_executable, on_path};
 use super::setup::{is_our_guest_init, virtme_guest_bin};
-use super::{cache_dir, repo_root, require_root, Context, Error, Result};
+use super::{cache_dir, repo_root, require_root, Context, Error, Result, TMPFS_IN_GUEST};
 
 // The run's parts that have modules of their own are part of `run`'s API all the same.
 pub use super::cli::{resolve_env, RunOptions};
@@ -52,10 +52,7 @@ pub fn run(
     require_root("it boots a VM and runs the command as root")?;
     let dir = cache_dir()?;
     let repo = repo_root();
-    if ["/run", "/var/cache", "/var/tmp", "/var/log"]
-        .iter()
-        .any(|d| repo.starts_with(d))
-    {
+    if TMPFS_IN_GUEST.iter().any(|d| repo.starts_with(d)) {
         return Err(Error::msg(format!(
             "run: the guest mounts a tmpfs over {}, so it cannot see the repository at {}: move it",
             repo.parent().unwrap_or(&repo).display(),
@@ -67,20 +64,22 @@ pub fn run(
         .iter()
         .map(|spec| resolve_env(spec, |name| std::env::var(name).ok()))
         .collect::<Result<Vec<_>>>()?;
-    let rwdirs = options
-        .rwdirs
-        .iter()
-        .map(|d| {
-            if d.is_dir() {
-                fs::canonicalize(d).map_err(|e| Error::io("run: --rwdir", d, e))
-            } else {
-                Err(Error::msg(format!(
-                    "run: --rwdir {} is not a directory",
-                    d.display()
-                )))
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let shared = |option: &str, dirs: &[PathBuf]| {
+        dirs.iter()
+            .map(|d| {
+                if d.is_dir() {
+                    fs::canonicalize(d).map_err(|e| Error::io(&format!("run: {option}"), d, e))
+                } else {
+                    Err(Error::msg(format!(
+                        "run: {option} {} is not a directory",
+                        d.display()
+                    )))
+                }
+            })
+            .collect::<Result<Vec<_>>>()
+    };
+    let rwdirs = shared("--rwdir", &options.rwdirs)?;
+    let rodirs = shared("--rodir", &options.rodirs)?;
     let (kernel, abi) = installed_kernel(&dir)?;
 
     // Under /tmp (not $TMPDIR): the guest sees the host's /tmp, where the script lives.
@@ -106,7 +105,12 @@ pub fn run(
     }
     let mut cmd = Command::new(venv_bin.join("vng"));
     cmd.args(vng_args(
-        options, &repo, &out_dir, &kernel, &script, &rwdirs,
+        options,
+        &repo,
+        &out_dir,
+        &kernel,
+        &script,
+        (&rwdirs, &rodirs),
     ))
     .current_dir(&repo)
     .env("PATH", path)

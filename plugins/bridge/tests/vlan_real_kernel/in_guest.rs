@@ -530,41 +530,4 @@ fn the_walkthrough_vlan_100_pings_across_two_nodes_before_and_after_filtering_is
     }
 }
 
-#[test]
-#[ignore = "runs inside the real-kernel guest, driven by vlan_tests_pass_on_a_real_kernel"]
-fn our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge() {
-    require_guest();
-    // Debian's Go bridge 1.1.1 predates preserveDefaultVlan: its VLAN ports keep VID 1.
-    let node = Node::new("rk-govlan");
-    let conf = config(
-        "brgv",
-        json!({"vlan": 100, "macspoofchk": true, "ipam": {}}),
-    );
-    let a = node.pod("a");
-    let out = node.call_go("ADD", &a, &conf);
-    let result = parse_ok(&out, "Go ADD");
-    let port = host_veth(&result);
-    assert_eq!(
-        port_vlans(&node, &port),
-        vec![(1, false, true), (100, true, true)]
-    );
-    let out = node.check(&a, &conf, &result);
-    assert!(
-        out.status.success(),
-        "{}",
-        netns_tests::describe_output(&out)
-    );
-    // A port that lost its VLAN still fails.
-    node.host
-        .netns()
-        .exec_ok("bridge", &["vlan", "del", "dev", &port, "vid", "100"]);
-    assert_eq!(error_code(&node.check(&a, &conf, &result)), 100);
-    node.del(&a, &conf);
-    node.host
-        .assert_no_new_veths("after our DEL of the Go attachment");
-    assert!(
-        !node.ruleset().contains("cni-br-iface-"),
-        "{}",
-        node.ruleset()
-    );
-}
+mod go_bridge;

@@ -27,7 +27,8 @@ fn vlan_tests_pass_on_a_real_kernel() {
         "a_gateway_interface_made_by_a_failing_add_stays_for_other_pods_of_the_vlan",
         "concurrent_adds_on_one_vlan_share_one_gateway_interface",
         "the_walkthrough_vlan_100_pings_across_two_nodes_before_and_after_filtering_is_turned_on",
-        "our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge",
+        "go_bridge::the_default_vlan_stays_on_a_port_exactly_when_it_does_with_the_go_bridge",
+        "go_bridge::our_check_and_del_work_on_a_vlan_attachment_of_the_go_bridge",
     ] {
         assert!(
             stdout.contains(&format!("test in_guest::{name} ... ok")),
