@@ -26,7 +26,8 @@ pub async fn mutate_pod(shared: &Shared, review: &Review) -> Value {
             count,
             requested,
         }) => (elements, count, requested),
-        Err(Denial(message)) => return deny(shared, review, 400, &message),
+        // Upstream answers every refusal of a pod 500.
+        Err(Denial(message)) => return deny(shared, review, 500, &message),
     };
     match shared.allocate(count, &requested, req.is_dry_run()).await {
         Ok(macs) => {
