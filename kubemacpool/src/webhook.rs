@@ -64,22 +64,17 @@ fn launched_by_a_vm(shared: &Shared, review: &Review) -> bool {
 
 pub async fn mutate_vm(shared: &Shared, review: &Review) -> Value {
     let req = &review.request;
-    let verb = match req.operation.as_str() {
-        "CREATE" => "create",
-        "UPDATE" => "update",
+    let create = match req.operation.as_str() {
+        "CREATE" => true,
+        "UPDATE" => false,
         _ => return admission::allow(review, None),
     };
-    let old = (verb == "update").then_some(&req.old_object);
-    let needs = match vm::needs(&req.object, old) {
+    let old = (!create).then_some(&req.old_object);
+    let needs = match vm::needs(&req.object, old, req.is_dry_run()) {
         Ok(needs) if needs.is_noop() => return admission::allow(review, None),
         Ok(needs) => needs,
         Err(Denial(message)) => {
-            return deny(
-                shared,
-                review,
-                500,
-                &format!("Failed to {verb} virtual machine allocation error: {message}"),
-            )
+            return deny(shared, review, 500, &vm::refusal_text(create, &message));
         }
     };
     match shared
@@ -89,18 +84,13 @@ pub async fn mutate_vm(shared: &Shared, review: &Review) -> Value {
         Ok(macs) => {
             let stamp = Timestamp::now().to_string();
             debug!(namespace = %req.namespace, name = %req.object_name(), ?macs, "virtual machine");
-            admission::allow(
-                review,
-                Some(&vm::patch(&req.object, &needs, &macs, &stamp)),
-            )
+            admission::allow(review, Some(&vm::patch(&req.object, &needs, &macs, &stamp)))
         }
         Err(e) => deny(
             shared,
             review,
             500,
-            &format!(
-                "Failed to {verb} virtual machine allocation error: Failed to allocate mac to the vm object: {e}"
-            ),
+            &vm::refusal_text(create, &e.to_string()),
         ),
     }
 }
