@@ -183,6 +183,18 @@ pub fn patch(elements: &[Map<String, Value>], macs: &[MacAddr]) -> Value {
     }])
 }
 
+/// The VMI a pod belongs to, as upstream tells a VM's launcher pod: the name of its first owner
+/// of kind VirtualMachineInstance (a VM's VMI has the VM's name).
+pub fn owning_vmi(pod: &Value) -> Option<&str> {
+    let owners = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?;
+    let vmi = owners
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("VirtualMachineInstance"))?;
+    vmi.get("name").and_then(Value::as_str)
+}
+
 /// The MACs a stored pod holds: every parseable `mac` of its JSON list annotation.
 pub fn held_macs(networks: &str) -> Vec<MacAddr> {
     if !networks.trim_start().starts_with('[') || networks.len() > MAX_ANNOTATION_BYTES {
@@ -357,6 +369,21 @@ mod tests {
     #[test]
     fn json_anywhere_in_the_annotation_must_be_a_list() {
         assert!(needs(&pod(r#"net1,{"name":"net2"}"#)).is_err());
+    }
+
+    #[test]
+    fn a_pod_owned_by_a_vmi_belongs_to_the_vm_of_that_name() {
+        let p = json!({"metadata": {"ownerReferences": [
+            {"kind": "ReplicaSet", "name": "rs"},
+            {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm1"}]}});
+        assert_eq!(owning_vmi(&p), Some("vm1"));
+    }
+
+    #[test]
+    fn a_pod_owned_by_no_vmi_belongs_to_no_vm() {
+        let labelled = json!({"metadata": {"labels": {"kubevirt.io": "virt-launcher"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "vm1"}]}});
+        assert_eq!(owning_vmi(&labelled), None);
     }
 
     #[test]
