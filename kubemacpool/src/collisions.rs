@@ -5,10 +5,9 @@
 //! (`MAC x: Collision between vmi/ns/a, pod/ns/b`).
 //!
 //! Users: a VMI in phase `Running` with the MACs of its `status.interfaces` (a migrating VMI is
-//! one object, so its source and target count once); a pod that exists, is not being deleted
-//! and is not a VM's launcher pod (its VMI already counts), with the MACs of its networks
-//! annotation. Upstream counts running pods only; ours watches pods as metadata, so a completed
-//! pod counts until it is deleted, as its MACs stay allocated until then.
+//! one object, so its source and target count once; the two VMIs of a decentralized migration
+//! share its migration's UID and are no collision, as upstream); a pod as [`pod_uses`] counts
+//! it.
 //!
 //! Only users in namespaces KubeMacPool manages for their kind count ([`OptMode`], from the live
 //! webhook configuration), as upstream counts them.
@@ -32,6 +31,7 @@ use net_types::MacAddr;
 use tracing::{debug, warn};
 
 use crate::opt_mode::{Managed, OptMode};
+use crate::pod::{self, NETWORKS, NETWORK_STATUS};
 
 pub const REASON: &str = "MACCollision";
 /// The label KubeVirt puts on a VM's launcher pod.
@@ -59,9 +59,57 @@ pub struct Collisions {
     pub opt_mode: OptMode,
 }
 
+/// The migration a VMI takes part in: the UIDs of its `status.migrationState` source and target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Migration {
+    pub source: Option<String>,
+    pub target: Option<String>,
+}
+
+impl Migration {
+    /// A VMI's, from `status.migrationState.{sourceState,targetState}.migrationUID`.
+    pub fn of_vmi(vmi: &serde_json::Value) -> Migration {
+        let uid = |side: &str| {
+            let at = format!("/status/migrationState/{side}/migrationUID");
+            vmi.pointer(&at)
+                .and_then(serde_json::Value::as_str)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string)
+        };
+        Migration {
+            source: uid("sourceState"),
+            target: uid("targetState"),
+        }
+    }
+
+    /// Whether two VMIs are the two ends of one migration: the same source or target UID.
+    fn shared_with(&self, other: &Migration) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
+        same(&self.source, &other.source) || same(&self.target, &other.target)
+    }
+}
+
+/// The MACs a pod counts with, as upstream counts them: only while it runs (phase `Running`)
+/// and once Multus has attached it (it carries network-status), never for a VM's launcher pod
+/// (its VMI counts); the MACs are those of its networks annotation.
+pub fn pod_uses(phase: Option<&str>, meta: &ObjectMeta) -> Vec<MacAddr> {
+    let launcher = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LAUNCHER_LABEL.0))
+        .is_some_and(|v| v == LAUNCHER_LABEL.1);
+    let annotations = meta.annotations.as_ref();
+    let attached = annotations.is_some_and(|a| a.contains_key(NETWORK_STATUS));
+    if launcher || phase != Some("Running") || !attached {
+        return Vec::new();
+    }
+    let networks = annotations.and_then(|a| a.get(NETWORKS));
+    networks.map(|n| pod::held_macs(n)).unwrap_or_default()
+}
+
 #[derive(Default)]
 struct Users {
-    macs: HashMap<User, Vec<MacAddr>>,
+    macs: HashMap<User, (Vec<MacAddr>, Migration)>,
     /// The collisions already reported by event, so each is reported once.
     reported: BTreeMap<MacAddr, BTreeSet<User>>,
 }
@@ -69,11 +117,16 @@ struct Users {
 impl Collisions {
     /// Records what `user` uses now (nothing: it stopped using MACs or is gone).
     pub fn set(&self, user: User, macs: Vec<MacAddr>) {
+        self.set_migrating(user, macs, Migration::default());
+    }
+
+    /// Records what a VMI uses now, and the migration it takes part in.
+    pub fn set_migrating(&self, user: User, macs: Vec<MacAddr>, migration: Migration) {
         let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
         if macs.is_empty() {
             users.macs.remove(&user);
         } else {
-            users.macs.insert(user, macs);
+            users.macs.insert(user, (macs, migration));
         }
     }
 
@@ -86,14 +139,30 @@ impl Collisions {
     /// Every MAC with more than one user, and its users.
     pub fn current(&self) -> BTreeMap<MacAddr, BTreeSet<User>> {
         let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
-        let mut by_mac: BTreeMap<MacAddr, BTreeSet<User>> = BTreeMap::new();
-        for (user, macs) in users.macs.iter().filter(|(u, _)| self.counts(u)) {
+        let mut by_mac: BTreeMap<MacAddr, BTreeSet<&User>> = BTreeMap::new();
+        for (user, (macs, _)) in users.macs.iter().filter(|(u, _)| self.counts(u)) {
             for mac in macs {
-                by_mac.entry(*mac).or_default().insert(user.clone());
+                by_mac.entry(*mac).or_default().insert(user);
             }
         }
-        by_mac.retain(|_, users| users.len() > 1);
+        let migration = |u: &User| &users.macs[u].1;
         by_mac
+            .into_iter()
+            .filter_map(|(mac, sharing)| {
+                // A user collides with any other that is not the far end of its migration.
+                let colliding: BTreeSet<User> = sharing
+                    .iter()
+                    .filter(|u| {
+                        let them = migration(u);
+                        sharing
+                            .iter()
+                            .any(|v| v != *u && !them.shared_with(migration(v)))
+                    })
+                    .map(|u| (*u).clone())
+                    .collect();
+                (colliding.len() > 1).then_some((mac, colliding))
+            })
+            .collect()
     }
 
     fn counts(&self, user: &User) -> bool {
@@ -347,6 +416,71 @@ mod tests {
             "{base}"
         );
         assert_eq!(hex.len(), 16);
+    }
+
+    fn pod_meta(labels: &[(&str, &str)], attached: bool) -> ObjectMeta {
+        let mut annotations = BTreeMap::from([(
+            NETWORKS.to_string(),
+            r#"[{"name":"br1","mac":"02:00:00:00:00:01"}]"#.to_string(),
+        )]);
+        if attached {
+            annotations.insert(NETWORK_STATUS.to_string(), "[]".to_string());
+        }
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        ObjectMeta {
+            labels: Some(labels.collect()),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_succeeded_pod_and_a_running_pod_with_one_mac_are_no_collision() {
+        let c = Collisions::default();
+        let meta = pod_meta(&[], true);
+        c.set(user("pod", "done"), pod_uses(Some("Succeeded"), &meta));
+        c.set(user("pod", "runs"), pod_uses(Some("Running"), &meta));
+        assert!(c.current().is_empty());
+    }
+
+    #[test]
+    fn two_running_pods_with_one_mac_are_one_collision() {
+        let c = Collisions::default();
+        let meta = pod_meta(&[], true);
+        c.set(user("pod", "a"), pod_uses(Some("Running"), &meta));
+        c.set(user("pod", "b"), pod_uses(Some("Running"), &meta));
+        assert_eq!(c.current().len(), 1);
+    }
+
+    #[test]
+    fn a_pod_multus_has_not_attached_counts_no_mac() {
+        assert!(pod_uses(Some("Running"), &pod_meta(&[], false)).is_empty());
+    }
+
+    #[test]
+    fn a_launcher_pod_counts_no_mac_as_its_vmi_counts() {
+        let meta = pod_meta(&[LAUNCHER_LABEL], true);
+        assert!(pod_uses(Some("Running"), &meta).is_empty());
+    }
+
+    #[test]
+    fn the_two_ends_of_a_decentralized_migration_are_no_collision() {
+        let c = Collisions::default();
+        let vmi = |source: Option<&str>, target: Option<&str>| {
+            serde_json::json!({"status": {"migrationState": {
+                "sourceState": {"migrationUID": source}, "targetState": {"migrationUID": target}}}})
+        };
+        let (source, target) = (vmi(Some("m1"), None), vmi(Some("m1"), Some("t1")));
+        let m = mac("02:00:00:00:00:01");
+        c.set_migrating(user("vmi", "a"), vec![m], Migration::of_vmi(&source));
+        c.set_migrating(user("vmi", "b"), vec![m], Migration::of_vmi(&target));
+        assert!(c.current().is_empty());
+        c.set(user("vmi", "c"), vec![m]);
+        assert_eq!(
+            c.current()[&m].len(),
+            3,
+            "a third VMI collides with both ends"
+        );
     }
 
     #[test]

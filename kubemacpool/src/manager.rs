@@ -56,7 +56,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     let serving = Arc::new(ServingCerts::default());
     let pool = Pool::new(range, Duration::from_secs(args.wait_time), random_u64());
     let claims = Claims::new(client.clone(), &namespace, identity).owned_by(owner);
-    let shared = Arc::new(Shared::new(pool, claims, serving.clone()));
+    let shared = Arc::new(Shared::new(client.clone(), pool, claims, serving.clone()));
 
     tokio::spawn(certs::follow_serving_secret(
         client.clone(),

@@ -5,9 +5,12 @@
 //! read as untrusted input:
 //! - the comma form (`net1,ns/net2@eth1`) is passed through unchanged, as upstream does: it has
 //!   no place for a MAC;
-//! - a value that starts with `[` must be a JSON list of objects, each with a string `name` and,
-//!   if present, a string `namespace`, `interface` and `mac`; anything else is refused, as Multus
-//!   would refuse the pod later, where the user sees it less;
+//! - a value with any of `[`, `{` or `"` in it is JSON, as upstream tells the two forms apart,
+//!   and must be a JSON list of objects, each with a string `name` and, if present, a string
+//!   `namespace`, `interface` and `mac`; anything else (a single object too) is refused, as
+//!   upstream refuses it and as Multus would refuse the pod later, where the user sees it less;
+//!   so is an empty value;
+//! - an empty or null `mac` asks for nothing, as upstream reads it: the element gets one;
 //! - a requested `mac` must be a unicast address other than 00:00:00:00:00:00; it may lie
 //!   outside the range and may be held by another object (restores and imports do this), and is
 //!   held for this pod;
@@ -29,6 +32,10 @@ pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 /// More secondary networks than any pod can use (each is a kernel interface Multus creates one
 /// by one); a bound on the work one request may ask for.
 pub const MAX_NETWORKS: usize = 256;
+/// Upstream's words for an annotation that is JSON but not a list of elements; users and
+/// scripts match them.
+const NOT_A_LIST: &str = "parsePodNetworkAnnotation: failed to parse pod Network Attachment \
+                          Selection Annotation JSON format: ";
 
 /// What the webhook does with one pod.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,22 +69,30 @@ pub fn needs(pod: &Value) -> Result<PodNeeds, Denial> {
             text.len()
         )));
     }
-    if !text.trim_start().starts_with('[') {
+    if text.is_empty() {
+        return Err(Denial(
+            "parsePodNetworkAnnotation: pod annotation not having \"network\" as key, refer \
+             Multus README.md for the usage guide"
+                .into(),
+        ));
+    }
+    if !text.contains(['[', '{', '"']) {
         return Ok(PodNeeds::Skip);
     }
     let elements = parse_list(text)?;
     let mut count = 0;
     let mut requested = Vec::new();
     for (i, e) in elements.iter().enumerate() {
+        if asks_for_a_mac(e) {
+            count += 1;
+            continue;
+        }
         match e.get("mac") {
-            None => count += 1,
             Some(Value::String(s)) => requested.push(
                 patch::parse_unicast(s)
                     .map_err(|why| Denial(format!("{NETWORKS}[{i}]: mac {s:?} {why}")))?,
             ),
-            Some(_) => {
-                return Err(Denial(format!("{NETWORKS}[{i}]: mac is not a string")));
-            }
+            _ => return Err(Denial(format!("{NETWORKS}[{i}]: mac is not a string"))),
         }
     }
     if count == 0 && requested.is_empty() {
@@ -90,9 +105,30 @@ pub fn needs(pod: &Value) -> Result<PodNeeds, Denial> {
     })
 }
 
+/// An element without a `mac`, or with an empty or null one, asks for one from the pool.
+fn asks_for_a_mac(e: &Map<String, Value>) -> bool {
+    match e.get("mac") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(_) => false,
+    }
+}
+
 fn parse_list(text: &str) -> Result<Vec<Map<String, Value>>, Denial> {
-    let list: Vec<Value> = serde_json::from_str(text)
-        .map_err(|e| Denial(format!("annotation {NETWORKS} is not a JSON list: {e}")))?;
+    let list: Vec<Value> = serde_json::from_str(text).map_err(|e| {
+        // Valid JSON of another kind is worded as Go's decoder words it upstream.
+        let kind = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(_)) => "object",
+            Ok(Value::String(_)) => "string",
+            Ok(Value::Number(_)) => "number",
+            Ok(Value::Bool(_)) => "bool",
+            _ => return Denial(format!("{NOT_A_LIST}{e}")),
+        };
+        Denial(format!(
+            "{NOT_A_LIST}json: cannot unmarshal {kind} into Go value of type \
+             []*types.NetworkSelectionElement"
+        ))
+    })?;
     if list.len() > MAX_NETWORKS {
         return Err(Denial(format!(
             "annotation {NETWORKS} lists {} networks, more than {MAX_NETWORKS}",
@@ -123,15 +159,15 @@ fn parse_list(text: &str) -> Result<Vec<Map<String, Value>>, Denial> {
         .collect()
 }
 
-/// The JSON Patch that writes the annotation back with `macs` (one per element without a MAC,
-/// in order) added. Only that annotation changes.
+/// The JSON Patch that writes the annotation back with `macs` (one per element that asks for a
+/// MAC, in order) added. Only that annotation changes.
 pub fn patch(elements: &[Map<String, Value>], macs: &[MacAddr]) -> Value {
     let mut macs = macs.iter();
     let list: Vec<Value> = elements
         .iter()
         .map(|e| {
             let mut e = e.clone();
-            if !e.contains_key("mac") {
+            if asks_for_a_mac(&e) {
                 if let Some(mac) = macs.next() {
                     e.insert("mac".to_string(), Value::String(mac.to_string()));
                 }
@@ -145,6 +181,18 @@ pub fn patch(elements: &[Map<String, Value>], macs: &[MacAddr]) -> Value {
         "path": format!("/metadata/annotations/{}", patch::escape_pointer(NETWORKS)),
         "value": text,
     }])
+}
+
+/// The VMI a pod belongs to, as upstream tells a VM's launcher pod: the name of its first owner
+/// of kind VirtualMachineInstance (a VM's VMI has the VM's name).
+pub fn owning_vmi(pod: &Value) -> Option<&str> {
+    let owners = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?;
+    let vmi = owners
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("VirtualMachineInstance"))?;
+    vmi.get("name").and_then(Value::as_str)
 }
 
 /// The MACs a stored pod holds: every parseable `mac` of its JSON list annotation.
@@ -276,6 +324,66 @@ mod tests {
     #[test]
     fn a_list_of_non_objects_is_refused() {
         assert!(needs(&pod(r#"["a","b"]"#)).is_err());
+    }
+
+    #[test]
+    fn an_empty_mac_is_no_request_and_gets_one_from_the_pool() {
+        let PodNeeds::Macs {
+            count, requested, ..
+        } = needs(&pod(r#"[{"name":"a","mac":""}]"#)).expect("accepted")
+        else {
+            panic!("skipped");
+        };
+        assert_eq!((count, requested), (1, vec![]));
+        let list = written(r#"[{"name":"a","mac":""}]"#, &[mac("02:00:00:00:00:01")]);
+        assert_eq!(list[0]["mac"], "02:00:00:00:00:01");
+    }
+
+    #[test]
+    fn a_null_mac_is_no_request_either() {
+        let list = written(r#"[{"name":"a","mac":null}]"#, &[mac("02:00:00:00:00:01")]);
+        assert_eq!(list[0]["mac"], "02:00:00:00:00:01");
+    }
+
+    #[test]
+    fn a_single_object_is_refused_with_upstreams_words() {
+        let denial = needs(&pod(r#"{"name":"br1"}"#)).expect_err("refused");
+        assert_eq!(
+            denial.0,
+            "parsePodNetworkAnnotation: failed to parse pod Network Attachment Selection \
+             Annotation JSON format: json: cannot unmarshal object into Go value of type \
+             []*types.NetworkSelectionElement"
+        );
+    }
+
+    #[test]
+    fn an_empty_annotation_is_refused_with_upstreams_words() {
+        let denial = needs(&pod("")).expect_err("refused");
+        assert_eq!(
+            denial.0,
+            "parsePodNetworkAnnotation: pod annotation not having \"network\" as key, \
+             refer Multus README.md for the usage guide"
+        );
+    }
+
+    #[test]
+    fn json_anywhere_in_the_annotation_must_be_a_list() {
+        assert!(needs(&pod(r#"net1,{"name":"net2"}"#)).is_err());
+    }
+
+    #[test]
+    fn a_pod_owned_by_a_vmi_belongs_to_the_vm_of_that_name() {
+        let p = json!({"metadata": {"ownerReferences": [
+            {"kind": "ReplicaSet", "name": "rs"},
+            {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm1"}]}});
+        assert_eq!(owning_vmi(&p), Some("vm1"));
+    }
+
+    #[test]
+    fn a_pod_owned_by_no_vmi_belongs_to_no_vm() {
+        let labelled = json!({"metadata": {"labels": {"kubevirt.io": "virt-launcher"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "vm1"}]}});
+        assert_eq!(owning_vmi(&labelled), None);
     }
 
     #[test]

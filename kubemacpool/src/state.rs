@@ -13,6 +13,8 @@ use crate::collisions::Collisions;
 use crate::pool::{Pool, Shortage};
 
 pub struct Shared {
+    /// For what an admission must read live (a launcher pod's VM).
+    pub client: kube::Client,
     pub pool: Mutex<Pool>,
     pub claims: Claims,
     pub certs: Arc<ServingCerts>,
@@ -33,8 +35,14 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(pool: Pool, claims: Claims, certs: Arc<ServingCerts>) -> Shared {
+    pub fn new(
+        client: kube::Client,
+        pool: Pool,
+        claims: Claims,
+        certs: Arc<ServingCerts>,
+    ) -> Shared {
         Shared {
+            client,
             pool: Mutex::new(pool),
             claims,
             certs,

@@ -24,7 +24,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::claims::RENEW_EVERY;
-use crate::collisions::{User, LAUNCHER_LABEL};
+use crate::collisions::{Migration, User, LAUNCHER_LABEL};
 use crate::held_pod::HeldPod;
 use crate::held_vm::HeldVm;
 use crate::range::MacRange;
@@ -195,7 +195,9 @@ fn pod_user(p: &HeldPod) -> User {
 }
 
 /// The MACs a pod uses, for collisions: none while it is being deleted, and none for a VM's
-/// launcher pod (its VMI counts).
+/// launcher pod (its VMI counts). Not yet upstream's rule ([`crate::collisions::pod_uses`]):
+/// this watch reads pods as metadata, without their phase or network-status, so a pod counts
+/// while it exists.
 fn pod_uses(p: &HeldPod, macs: &[net_types::MacAddr]) -> Vec<net_types::MacAddr> {
     let launcher = p.labels().get(LAUNCHER_LABEL.0).map(String::as_str) == Some(LAUNCHER_LABEL.1);
     if launcher || p.metadata.deletion_timestamp.is_some() {
@@ -226,7 +228,10 @@ pub async fn follow_vmis(client: Client, shared: Arc<Shared>) {
                 if let Some(seen) = relisted.as_mut() {
                     seen.insert(user.clone());
                 }
-                shared.collisions.set(user, vmi_macs(&o.data));
+                let migration = Migration::of_vmi(&o.data);
+                shared
+                    .collisions
+                    .set_migrating(user, vmi_macs(&o.data), migration);
             }
             Ok(Some(Event::Delete(o))) => shared.collisions.set(vmi_user(&o), Vec::new()),
             Ok(Some(Event::InitDone)) => {

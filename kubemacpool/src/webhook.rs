@@ -4,6 +4,8 @@
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube::Api;
 use serde_json::Value;
 use tracing::{debug, warn};
 
@@ -12,11 +14,11 @@ use crate::patch::Denial;
 use crate::pod::{self, PodNeeds};
 use crate::state::Shared;
 use crate::vm;
-use crate::watch::vm_holder;
+use crate::watch::vm_resource;
 
 pub async fn mutate_pod(shared: &Shared, review: &Review) -> Value {
     let req = &review.request;
-    if req.operation != "CREATE" || launched_by_a_vm(shared, review) {
+    if req.operation != "CREATE" {
         return admission::allow(review, None);
     }
     let (elements, count, requested) = match pod::needs(&req.object) {
@@ -26,8 +28,19 @@ pub async fn mutate_pod(shared: &Shared, review: &Review) -> Value {
             count,
             requested,
         }) => (elements, count, requested),
-        Err(Denial(message)) => return deny(shared, review, 400, &message),
+        // Upstream answers every refusal of a pod 500.
+        Err(Denial(message)) => return deny(shared, review, 500, &message),
     };
+    // Read only once the pod asks for MACs, as upstream: most pods cost no API call.
+    if let Some(vmi) = pod::owning_vmi(&req.object) {
+        let read = vm_exists(shared, &req.namespace, vmi).await;
+        if let Err(e) = &read {
+            warn!(namespace = %req.namespace, vmi, error = %e, "reading a launcher pod's VM");
+        }
+        if left_to_its_vm(&read) {
+            return admission::allow(review, None);
+        }
+    }
     match shared.allocate(count, &requested, req.is_dry_run()).await {
         Ok(macs) => {
             debug!(namespace = %req.namespace, name = %req.object_name(), ?macs, "pod");
@@ -42,43 +55,34 @@ pub async fn mutate_pod(shared: &Shared, review: &Review) -> Value {
     }
 }
 
-/// A VM's launcher pod carries the MACs its VM was given (virt-controller copies them into
-/// the annotation): nothing to allocate while the VM exists, as upstream.
-fn launched_by_a_vm(shared: &Shared, review: &Review) -> bool {
-    let owners = review
-        .request
-        .object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array);
-    owners.into_iter().flatten().any(|o| {
-        o.get("kind").and_then(Value::as_str) == Some("VirtualMachineInstance")
-            && o.get("name").and_then(Value::as_str).is_some_and(|name| {
-                shared
-                    .pool()
-                    .holder_macs(&vm_holder(&review.request.namespace, name))
-                    .is_some()
-            })
-    })
+/// Whether the VM of a launcher pod's VMI exists, read live from the API server (metadata
+/// only): a VM created a moment ago may not be in the watch yet.
+async fn vm_exists(shared: &Shared, namespace: &str, name: &str) -> Result<bool, kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(shared.client.clone(), namespace, &vm_resource());
+    Ok(api.get_metadata_opt(name).await?.is_some())
+}
+
+/// A launcher pod is its VM's business (virt-controller writes the VM's MACs, or none, into its
+/// annotation) unless the read found no VM: only a VMI without one has its pod given MACs. A
+/// failed read passes the pod unchanged, as upstream.
+pub fn left_to_its_vm<E>(read: &Result<bool, E>) -> bool {
+    !matches!(read, Ok(false))
 }
 
 pub async fn mutate_vm(shared: &Shared, review: &Review) -> Value {
     let req = &review.request;
-    let verb = match req.operation.as_str() {
-        "CREATE" => "create",
-        "UPDATE" => "update",
+    let create = match req.operation.as_str() {
+        "CREATE" => true,
+        "UPDATE" => false,
         _ => return admission::allow(review, None),
     };
-    let old = (verb == "update").then_some(&req.old_object);
-    let needs = match vm::needs(&req.object, old) {
+    let old = (!create).then_some(&req.old_object);
+    let needs = match vm::needs(&req.object, old, req.is_dry_run()) {
         Ok(needs) if needs.is_noop() => return admission::allow(review, None),
         Ok(needs) => needs,
         Err(Denial(message)) => {
-            return deny(
-                shared,
-                review,
-                500,
-                &format!("Failed to {verb} virtual machine allocation error: {message}"),
-            )
+            return deny(shared, review, 500, &vm::refusal_text(create, &message));
         }
     };
     match shared
@@ -88,18 +92,13 @@ pub async fn mutate_vm(shared: &Shared, review: &Review) -> Value {
         Ok(macs) => {
             let stamp = Timestamp::now().to_string();
             debug!(namespace = %req.namespace, name = %req.object_name(), ?macs, "virtual machine");
-            admission::allow(
-                review,
-                Some(&vm::patch(&req.object, &needs, &macs, &stamp)),
-            )
+            admission::allow(review, Some(&vm::patch(&req.object, &needs, &macs, &stamp)))
         }
         Err(e) => deny(
             shared,
             review,
             500,
-            &format!(
-                "Failed to {verb} virtual machine allocation error: Failed to allocate mac to the vm object: {e}"
-            ),
+            &vm::refusal_text(create, &e.to_string()),
         ),
     }
 }
@@ -113,4 +112,24 @@ fn deny(shared: &Shared, review: &Review, code: u16, message: &str) -> Value {
         "refused"
     );
     admission::deny(review, code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launcher_pod_whose_vm_exists_is_left_to_it() {
+        assert!(left_to_its_vm::<()>(&Ok(true)));
+    }
+
+    #[test]
+    fn a_launcher_pod_of_a_vmi_without_a_vm_gets_macs_from_the_pool() {
+        assert!(!left_to_its_vm::<()>(&Ok(false)));
+    }
+
+    #[test]
+    fn a_launcher_pod_whose_vm_cannot_be_read_passes_unchanged() {
+        assert!(left_to_its_vm(&Err("connection refused")));
+    }
 }

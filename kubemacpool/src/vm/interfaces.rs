@@ -57,15 +57,16 @@ fn read_networks(vm: &Value) -> Result<Option<HashMap<&str, bool>>, Denial> {
     Ok(Some(nets))
 }
 
-/// Interface name → MAC text in a stored object, read leniently: it is already stored.
-pub(super) fn previous_macs(old: &Value) -> HashMap<&str, &str> {
+/// Interface name → its MAC text, if it had one, in a stored object, read leniently: it is
+/// already stored.
+pub(super) fn previous_macs(old: &Value) -> HashMap<&str, Option<&str>> {
     let list = at(old, INTERFACES).and_then(Value::as_array);
     list.into_iter()
         .flatten()
-        .filter_map(|i| {
+        .map(|i| {
             let name = i.get("name").and_then(Value::as_str).unwrap_or_default();
-            let mac = i.get("macAddress").and_then(Value::as_str)?;
-            (!mac.is_empty()).then_some((name, mac))
+            let mac = i.get("macAddress").and_then(Value::as_str);
+            (name, mac.filter(|m| !m.is_empty()))
         })
         .collect()
 }

@@ -11,11 +11,17 @@ use super::json::at;
 use super::{Denial, Needs, INTERFACES};
 use crate::patch::parse_unicast;
 
-/// Fills `targets`, `kept` and `requested` from the interfaces.
-pub(super) fn assign(vm: &Value, old: Option<&Value>, needs: &mut Needs) -> Result<(), Denial> {
+/// Fills `targets`, `kept` and `requested` from the interfaces; outside a dry run, refuses
+/// what upstream refuses of them.
+pub(super) fn assign(
+    vm: &Value,
+    old: Option<&Value>,
+    dry_run: bool,
+    needs: &mut Needs,
+) -> Result<(), Denial> {
     let ifaces = read_interfaces(vm)?;
     let mut names = HashSet::new();
-    if ifaces.iter().any(|i| !names.insert(i.name)) {
+    if !dry_run && ifaces.iter().any(|i| !names.insert(i.name)) {
         return Err(Denial(
             "Failed to mutate virtual machine: every interface must have a unique name".into(),
         ));
@@ -24,34 +30,38 @@ pub(super) fn assign(vm: &Value, old: Option<&Value>, needs: &mut Needs) -> Resu
     // Every MAC the VM will carry, with the interface that carries it.
     let mut carried: HashMap<MacAddr, &str> = HashMap::new();
     for (i, iface) in ifaces.iter().enumerate() {
-        let (text, kept) = match iface.mac {
-            Some(text) => (text, false),
-            None => match previous.get(iface.name) {
-                Some(text) => (*text, true),
-                None => {
-                    if iface.managed {
-                        needs.targets.push(i);
-                    }
-                    continue;
+        let (text, kept) = match (iface.mac, previous.get(iface.name)) {
+            (Some(text), _) => (text, false),
+            (None, Some(Some(text))) => (*text, true),
+            // An interface that existed without a MAC stays without, as upstream.
+            (None, Some(None)) => continue,
+            (None, None) => {
+                if iface.managed {
+                    needs.targets.push(i);
                 }
-            },
+                continue;
+            }
         };
         let mac = if kept {
             // The old object's own MAC: kept as written; held only if it reads as one.
             needs.kept.push((i, text.to_string()));
             MacAddr::parse(text).ok()
+        } else if dry_run {
+            MacAddr::parse(text).ok()
         } else if iface.managed {
             Some(parse_unicast(text).map_err(|why| invalid(text, why))?)
         } else {
-            // Not ours to judge; KubeVirt validates it.
-            MacAddr::parse(text).ok()
+            Some(MacAddr::parse(text).map_err(|_| invalid(text, "is not a MAC address"))?)
         };
         let Some(mac) = mac else { continue };
-        if let Some(first) = carried.insert(mac, iface.name) {
-            return Err(Denial(format!(
-                "duplicate MAC address {text} found on interfaces {first} and {}",
-                iface.name
-            )));
+        match carried.insert(mac, iface.name) {
+            Some(first) if !dry_run => {
+                return Err(Denial(format!(
+                    "duplicate MAC address {mac} found on interfaces: {first} and {}",
+                    iface.name
+                )));
+            }
+            _ => {}
         }
         if kept || iface.managed {
             needs.requested.push(mac);

@@ -9,22 +9,23 @@
 //! commits a VM's MACs once it sees the stored object at least that new.
 //!
 //! UPDATE acts only when `spec`, `metadata.labels` or `metadata.annotations` (the timestamp
-//! aside) changed; it then stamps, and looks at the interfaces only when they changed. An
-//! interface left without a MAC takes the one the interface of the same name had in the old
-//! object (`kubectl apply` of a manifest without MACs keeps them); one that had none gets a
-//! new MAC if it is an interface that gets one. A VM being deleted is left alone but for the
-//! legacy finalizer, which every admission removes.
+//! aside) changed; it then stamps, and looks at the interfaces only when they changed. As
+//! upstream, an interface that existed keeps what it had: left without a MAC, it takes the one
+//! the interface of the same name had in the old object (`kubectl apply` of a manifest without
+//! MACs keeps them), and one that had none stays without. Only an interface the update adds
+//! gets a new MAC, if its binding gets one. A VM being deleted is left alone but for the legacy
+//! finalizer, which every admission removes.
 //!
 //! What is refused (before anything is allocated): shapes KubeVirt's schema cannot hold
 //! (`interfaces`/`networks` not lists of objects, a `name` or `macAddress` not a string, the
-//! objects on the way not objects), more than [`MAX_INTERFACES`] interfaces, two interfaces of
-//! one name, a MAC of a managed interface that is not a unicast address, and one MAC on two
-//! interfaces of the VM (any binding: the guest would see both). One MAC on two VMs is
-//! allowed: restores and imports do that.
+//! objects on the way not objects) and more than [`MAX_INTERFACES`] interfaces; and, outside a
+//! dry run as upstream, two interfaces of one name, a MAC that is not one (any binding), a MAC
+//! of a managed interface that is multicast or all zeros, and one MAC on two interfaces of the
+//! VM (any binding: the guest would see both). One MAC on two VMs is allowed: restores and
+//! imports do that.
 //! `null` counts as absent, as it does when KubeVirt decodes the object.
 //!
-//! Other odd inputs pass through unchanged or get a correct patch: a MAC on an interface that
-//! gets none is left to KubeVirt to judge; an old object that cannot be read keeps nothing.
+//! An old object that cannot be read keeps nothing.
 
 mod interfaces;
 mod json;
@@ -86,8 +87,8 @@ impl Needs {
 
 /// Reads a VM (CREATE: `old` is `None`; UPDATE: the previous object) and validates all that
 /// can be refused before the caller allocates anything. An UPDATE whose `old` is not an object
-/// is treated as a change of everything, with nothing to keep.
-pub fn needs(vm: &Value, old: Option<&Value>) -> Result<Needs, Denial> {
+/// is treated as a change of everything, with nothing to keep. A dry run's MACs are not judged.
+pub fn needs(vm: &Value, old: Option<&Value>, dry_run: bool) -> Result<Needs, Denial> {
     // The stamp goes into the annotations: they must be an object, if present.
     object_at(vm, "/metadata/annotations")?;
     let mut needs = Needs {
@@ -98,7 +99,6 @@ pub fn needs(vm: &Value, old: Option<&Value>) -> Result<Needs, Denial> {
         // Being deleted: only the legacy finalizer may go, or the deletion would wait on it.
         return Ok(needs);
     }
-    let create = old.is_none();
     let old = old.filter(|o| o.is_object());
     let interfaces_changed = match old {
         None => true,
@@ -111,14 +111,21 @@ pub fn needs(vm: &Value, old: Option<&Value>) -> Result<Needs, Denial> {
     };
     needs.stamp = true;
     if interfaces_changed {
-        // Upstream words the refusals of a create so; an update's come bare.
-        let context = |Denial(m)| match create {
-            true => Denial(format!("Failed to allocate mac to the vm object: {m}")),
-            false => Denial(m),
-        };
-        assign(vm, old, &mut needs).map_err(context)?;
+        assign(vm, old, dry_run, &mut needs)?;
     }
     Ok(needs)
+}
+
+/// What the API server shows for a refused VM admission, in upstream's words: a create's cause
+/// comes after the allocation's context, an update's bare.
+pub fn refusal_text(create: bool, cause: &str) -> String {
+    match create {
+        true => format!(
+            "Failed to create virtual machine allocation error: \
+             Failed to allocate mac to the vm object: {cause}"
+        ),
+        false => format!("Failed to update virtual machine allocation error: {cause}"),
+    }
 }
 
 /// Whether an UPDATE changed what upstream looks at: spec, labels, annotations but the stamp.

@@ -38,7 +38,7 @@ fn apply(doc: &Value, patch: &Value) -> Value {
 
 /// Admits `object`, gives it MACs 02:00:00:00:00:10 onwards and applies the patch.
 fn admit(object: &Value, old: Option<&Value>) -> (Needs, Value) {
-    let needs = needs(object, old).expect("admitted");
+    let needs = needs(object, old, false).expect("admitted");
     let macs: Vec<MacAddr> = (0..needs.count() as u64)
         .map(|i| MacAddr::from_u64(0x0200_0000_0010 + i))
         .collect();
@@ -52,7 +52,7 @@ fn mac(vm: &Value, i: usize) -> Option<&str> {
 }
 
 fn refusal(object: &Value, old: Option<&Value>) -> String {
-    needs(object, old).expect_err("refused").0
+    needs(object, old, false).expect_err("refused").0
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_bridge_interface_on_the_pod_network_gets_none() {
 fn passt_slirp_and_plugin_bindings_on_the_pod_network_get_none() {
     for binding in ["passt", "slirp", "binding"] {
         let v = vm(json!([{"name": "default", binding: {}}]));
-        assert_eq!(needs(&v, None).expect("ok").count(), 0, "{binding}");
+        assert_eq!(needs(&v, None, false).expect("ok").count(), 0, "{binding}");
     }
 }
 
@@ -80,7 +80,7 @@ fn passt_slirp_and_plugin_bindings_on_the_pod_network_get_none() {
 fn any_binding_on_a_multus_network_gets_a_mac() {
     for binding in ["bridge", "sriov", "masquerade"] {
         let v = vm(json!([{"name": "br1", binding: {}, "macAddress": null}]));
-        assert_eq!(needs(&v, None).expect("ok").count(), 1, "{binding}");
+        assert_eq!(needs(&v, None, false).expect("ok").count(), 1, "{binding}");
     }
 }
 
@@ -88,7 +88,7 @@ fn any_binding_on_a_multus_network_gets_a_mac() {
 fn a_vm_without_networks_gets_no_mac() {
     let mut v = vm(json!([{"name": "default", "masquerade": {}}]));
     v["spec"]["template"]["spec"]["networks"] = json!([]);
-    assert_eq!(needs(&v, None).expect("ok").count(), 0);
+    assert_eq!(needs(&v, None, false).expect("ok").count(), 0);
 }
 
 #[test]
@@ -107,8 +107,7 @@ fn one_mac_on_two_interfaces_is_refused_with_upstreams_words() {
         {"name": "br1", "bridge": {}, "macAddress": "02-00-00-00-FF-FF"}]));
     assert_eq!(
         refusal(&v, None),
-        "Failed to allocate mac to the vm object: duplicate MAC address 02-00-00-00-FF-FF \
-         found on interfaces default and br1"
+        "duplicate MAC address 02:00:00:00:ff:ff found on interfaces: default and br1"
     );
 }
 
@@ -117,26 +116,54 @@ fn duplicate_interface_names_are_refused_with_upstreams_words() {
     let v = vm(json!([{"name": "br1", "bridge": {}}, {"name": "br1", "bridge": {}}]));
     assert_eq!(
         refusal(&v, None),
-        "Failed to allocate mac to the vm object: Failed to mutate virtual machine: \
-         every interface must have a unique name"
+        "Failed to mutate virtual machine: every interface must have a unique name"
     );
 }
 
 #[test]
 fn an_invalid_or_multicast_mac_is_refused() {
     let v = vm(json!([{"name": "br1", "bridge": {}, "macAddress": "02:00:zz"}]));
-    assert_eq!(
-        refusal(&v, None),
-        "Failed to allocate mac to the vm object: address 02:00:zz: invalid MAC address"
-    );
+    assert_eq!(refusal(&v, None), "address 02:00:zz: invalid MAC address");
     let v = vm(json!([{"name": "br1", "bridge": {}, "macAddress": "01:00:5e:00:00:01"}]));
     assert!(refusal(&v, None).ends_with("invalid MAC address, it is a multicast address"));
 }
 
 #[test]
-fn the_mac_of_an_interface_that_gets_none_is_left_to_kubevirt() {
+fn an_invalid_mac_is_refused_on_any_binding() {
     let v = vm(json!([{"name": "default", "bridge": {}, "macAddress": "nope"}]));
-    assert!(needs(&v, None).expect("ok").requested().is_empty());
+    assert_eq!(refusal(&v, None), "address nope: invalid MAC address");
+}
+
+#[test]
+fn the_valid_mac_of_an_interface_that_gets_none_is_not_held() {
+    let v = vm(json!([{"name": "default", "bridge": {}, "macAddress": "02:00:00:00:00:01"}]));
+    assert!(needs(&v, None, false).expect("ok").requested().is_empty());
+}
+
+#[test]
+fn a_dry_run_judges_neither_the_format_nor_duplicates() {
+    let v = vm(json!([
+        {"name": "default", "masquerade": {}, "macAddress": "nope"},
+        {"name": "br1", "bridge": {}, "macAddress": "02:00:00:00:00:01"},
+        {"name": "br2", "bridge": {}, "macAddress": "02:00:00:00:00:01"}]));
+    assert!(needs(&v, None, true).is_ok());
+}
+
+#[test]
+fn a_create_refusal_is_worded_as_upstream() {
+    assert_eq!(
+        refusal_text(true, "the range is full"),
+        "Failed to create virtual machine allocation error: \
+         Failed to allocate mac to the vm object: the range is full"
+    );
+}
+
+#[test]
+fn a_full_range_on_update_is_refused_with_upstreams_words() {
+    assert_eq!(
+        refusal_text(false, "the range is full"),
+        "Failed to update virtual machine allocation error: the range is full"
+    );
 }
 
 #[test]
@@ -166,7 +193,7 @@ fn shapes_kubevirt_cannot_hold_are_refused() {
         json!({"metadata": {"name": "vm1", "annotations": "x"}}),
         json!("a string"),
     ] {
-        assert!(needs(&v, None).is_err(), "{v}");
+        assert!(needs(&v, None, false).is_err(), "{v}");
     }
 }
 
@@ -208,7 +235,7 @@ fn an_update_that_changes_only_status_or_the_timestamp_is_a_noop() {
     new["status"] = json!({"ready": true});
     new["metadata"]["resourceVersion"] = json!("7");
     new["metadata"]["annotations"] = json!({TRANSACTION_TIMESTAMP: "later"});
-    assert!(needs(&new, Some(&old)).expect("ok").is_noop());
+    assert!(needs(&new, Some(&old), false).expect("ok").is_noop());
 }
 
 #[test]
@@ -248,13 +275,31 @@ fn an_update_that_adds_an_interface_gives_only_it_a_new_mac() {
 }
 
 #[test]
-fn an_update_refusal_has_no_create_context_and_sees_kept_macs() {
+fn an_update_leaves_blank_an_existing_interface_that_had_no_mac() {
+    let old = vm(json!([{"name": "default", "masquerade": {}}]));
+    let new = vm(json!([{"name": "default", "masquerade": {}}, {"name": "br1", "bridge": {}}]));
+    let (needs, patched) = admit(&new, Some(&old));
+    assert_eq!(needs.count(), 1);
+    assert_eq!(mac(&patched, 0), None);
+    assert_eq!(mac(&patched, 1), Some("02:00:00:00:00:10"));
+}
+
+#[test]
+fn an_update_gives_an_added_interface_a_mac_only_if_its_binding_gets_one() {
+    let old = vm(json!([{"name": "br1", "bridge": {}, "macAddress": "02:00:00:00:aa:01"}]));
+    let new = vm(json!([{"name": "br1", "bridge": {}}, {"name": "default", "bridge": {}}]));
+    let (needs, patched) = admit(&new, Some(&old));
+    assert_eq!((needs.count(), mac(&patched, 1)), (0, None));
+}
+
+#[test]
+fn an_update_refusal_sees_kept_macs() {
     let old = vm(json!([{"name": "br1", "bridge": {}, "macAddress": "02:00:00:00:aa:01"}]));
     let new = vm(json!([{"name": "br1", "bridge": {}},
         {"name": "default", "masquerade": {}, "macAddress": "02:00:00:00:aa:01"}]));
     assert_eq!(
         refusal(&new, Some(&old)),
-        "duplicate MAC address 02:00:00:00:aa:01 found on interfaces br1 and default"
+        "duplicate MAC address 02:00:00:00:aa:01 found on interfaces: br1 and default"
     );
 }
 
@@ -264,7 +309,7 @@ fn an_update_with_unchanged_interfaces_does_not_judge_them_again() {
     let old = vm(json!([twice, twice]));
     let mut new = old.clone();
     new["spec"]["running"] = json!(true);
-    let needs = needs(&new, Some(&old)).expect("ok");
+    let needs = needs(&new, Some(&old), false).expect("ok");
     assert!(!needs.is_noop() && needs.count() == 0);
 }
 
@@ -279,7 +324,7 @@ fn a_vm_being_deleted_is_left_alone_but_for_the_legacy_finalizer() {
     expected["metadata"]["finalizers"] = json!(["kubevirt.io/x"]);
     assert_eq!(admit(&new, Some(&old)).1, expected);
     new["metadata"]["finalizers"] = json!(["kubevirt.io/x"]);
-    assert!(needs(&new, Some(&old)).expect("ok").is_noop());
+    assert!(needs(&new, Some(&old), false).expect("ok").is_noop());
 }
 
 #[test]

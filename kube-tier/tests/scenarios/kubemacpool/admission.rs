@@ -61,9 +61,10 @@ pub fn pods_on_both_nodes_get_macs_from_the_range(ctx: &mut Ctx) -> Result<()> {
             .err()
             .map(|e| format!("{e:#}"))
             .unwrap_or_default();
-        check(refused.contains("is not a JSON list"), || {
-            format!("malformed JSON was not refused clearly: {refused:?}")
-        })?;
+        check(
+            refused.contains("Network Attachment Selection Annotation JSON format"),
+            || format!("malformed JSON was not refused clearly: {refused:?}"),
+        )?;
         println!(
             "    malformed JSON refused: {}",
             refused.lines().last().unwrap_or_default()
