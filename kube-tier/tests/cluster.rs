@@ -188,6 +188,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::kubemacpool::vms_get_macs_and_one_mac_on_two_interfaces_is_refused,
     ),
     (
+        "kubemacpool_deletes_a_vm_stored_with_the_legacy_finalizer",
+        scenarios::kubemacpool::a_vm_stored_with_the_legacy_finalizer_is_deleted_without_another_write,
+    ),
+    (
         "kubemacpool_applies_a_range_change_without_a_restart",
         scenarios::kubemacpool::a_range_change_applies_without_a_restart,
     ),
@@ -210,6 +214,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "kubemacpool_reports_a_collision_between_running_vmis_and_clears_it",
         scenarios::kubemacpool::a_collision_between_running_vmis_is_reported_and_cleared,
+    ),
+    (
+        "kubemacpool_counts_only_running_pods_that_multus_attached_as_collisions",
+        scenarios::kubemacpool::only_running_pods_that_multus_attached_collide,
     ),
     (
         "kubemacpool_never_gives_again_a_mac_given_before_the_switch",

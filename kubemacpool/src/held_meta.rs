@@ -1,5 +1,6 @@
 //! The metadata of a stored pod or VirtualMachine, as far as the pool reads it: names, UID,
-//! resourceVersion, labels, deletion and the networks annotation. The rest is skipped unread:
+//! resourceVersion, labels, deletion, the networks annotation and whether the legacy finalizer
+//! is there. The rest is skipped unread:
 //! `managedFields` (a tree of every field each writer set) and annotations such as
 //! `kubectl.kubernetes.io/last-applied-configuration` (a copy of the object) are most of an
 //! object's metadata, and a start would hold them for every object at once.
@@ -10,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::{Deserialize, Deserializer};
 
 use crate::pod::NETWORKS;
+use crate::vm::LEGACY_FINALIZER;
 
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -21,6 +23,7 @@ struct Held {
     labels: Option<BTreeMap<String, String>>,
     annotations: Option<Networks>,
     deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
 }
 
 /// The annotations, of which only [`NETWORKS`] is kept.
@@ -71,6 +74,11 @@ pub fn held_metadata<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::E
         labels: held.labels,
         annotations,
         deletion_timestamp: held.deletion_timestamp,
+        // Only KubeMacPool's own legacy finalizer matters: the VM watch takes it off.
+        finalizers: held
+            .finalizers
+            .filter(|f| f.iter().any(|f| f == LEGACY_FINALIZER))
+            .map(|_| vec![LEGACY_FINALIZER.to_string()]),
         ..ObjectMeta::default()
     })
 }

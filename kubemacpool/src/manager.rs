@@ -66,6 +66,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     // The VMs first: their list (whole custom objects) takes the API server the longest.
     tokio::spawn(watch::follow_vms(client.clone(), shared.clone()));
     tokio::spawn(watch::follow_pods(client.clone(), shared.clone()));
+    tokio::spawn(watch::follow_running_pods(client.clone(), shared.clone()));
     tokio::spawn(watch::follow_range(
         client.clone(),
         namespace.clone(),

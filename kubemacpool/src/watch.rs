@@ -1,6 +1,6 @@
 //! The watches that feed the pool: every pod's and VirtualMachine's MACs (the state is the
 //! objects, nothing else), and the range ConfigMap, applied as it changes; and those that feed
-//! the collision report: running VMIs, the webhook configuration's selectors and the
+//! the collision report: running VMIs and pods, the webhook configuration's selectors and the
 //! namespaces' labels.
 //!
 //! Lists ask for any resourceVersion, so the API server answers from its watch cache: at
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
@@ -24,13 +24,13 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::claims::RENEW_EVERY;
-use crate::collisions::{Migration, User, LAUNCHER_LABEL};
+use crate::collisions::{self, Migration, User};
 use crate::held_pod::HeldPod;
 use crate::held_vm::HeldVm;
 use crate::range::MacRange;
 use crate::reflector::{reflect, Kind};
 use crate::state::Shared;
-use crate::{opt_mode, pod};
+use crate::{opt_mode, pod, vm};
 
 pub const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
 
@@ -93,17 +93,13 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
         prefix: "pod/",
         relisted: None,
     };
-    let mut users: Option<BTreeSet<User>> = None;
     let kind = Kind {
         path: HeldPod::url_path(&(), None),
         metadata_only: true,
         what: "pods",
     };
     let on = |event: Event<HeldPod>| match event {
-        Event::Init => {
-            users = Some(BTreeSet::new());
-            f.init();
-        }
+        Event::Init => f.init(),
         Event::InitApply(p) | Event::Apply(p) => {
             let holder = pod_holder(&p.namespace().unwrap_or_default(), &p.name_any());
             let macs = p
@@ -111,24 +107,13 @@ pub async fn follow_pods(client: Client, shared: Arc<Shared>) {
                 .get(pod::NETWORKS)
                 .map(|n| pod::held_macs(n))
                 .unwrap_or_default();
-            let (user, uses) = (pod_user(&p), pod_uses(&p, &macs));
-            if let Some(seen) = users.as_mut() {
-                seen.insert(user.clone());
-            }
-            f.shared.collisions.set(user, uses);
             f.apply(holder, macs);
         }
-        Event::Delete(p) => {
-            f.shared.collisions.set(pod_user(&p), Vec::new());
-            f.delete(&pod_holder(
-                &p.namespace().unwrap_or_default(),
-                &p.name_any(),
-            ))
-        }
+        Event::Delete(p) => f.delete(&pod_holder(
+            &p.namespace().unwrap_or_default(),
+            &p.name_any(),
+        )),
         Event::InitDone => {
-            if let Some(seen) = users.take() {
-                f.shared.collisions.retain("pod", &seen);
-            }
             f.init_done();
             if !f.shared.pods_synced.swap(true, Ordering::Relaxed) {
                 info!(
@@ -152,10 +137,19 @@ pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
         metadata_only: false,
         what: "virtual machines",
     };
+    let patcher = client.clone();
     let on = |event: Event<HeldVm>| match event {
         Event::Init => f.init(),
         Event::InitApply(o) | Event::Apply(o) => {
-            let holder = vm_holder(&o.namespace().unwrap_or_default(), &o.name_any());
+            let namespace = o.namespace().unwrap_or_default();
+            if o.finalizers().iter().any(|f| f == vm::LEGACY_FINALIZER) {
+                tokio::spawn(remove_legacy_finalizer(
+                    patcher.clone(),
+                    namespace.clone(),
+                    o.name_any(),
+                ));
+            }
+            let holder = vm_holder(&namespace, &o.name_any());
             let macs = o.spec.macs();
             f.apply(holder, macs);
         }
@@ -185,25 +179,72 @@ pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
     reflect(client, kind, on, on_error).await;
 }
 
-fn pod_user(p: &HeldPod) -> User {
+/// Follows the pods that run, for the collision report, which counts a pod only while it runs
+/// and once Multus has attached it ([`crate::collisions::pod_uses`]). A watch of its own,
+/// selected by phase on the API server: the pool's must see every pod, and reads no phase. A
+/// pod that stops running leaves the selection, and the watch reports it deleted.
+pub async fn follow_running_pods(client: Client, shared: Arc<Shared>) {
+    let api: Api<PartialObjectMeta<Pod>> = Api::all(client);
+    let config = watcher::Config::default()
+        .fields("status.phase=Running")
+        .any_semantic();
+    let mut events = watcher(api, config).default_backoff().boxed();
+    let collisions = &shared.collisions;
+    let mut listed: Option<BTreeSet<User>> = None;
+    loop {
+        match events.try_next().await {
+            Ok(Some(Event::Init)) => listed = Some(BTreeSet::new()),
+            Ok(Some(Event::InitApply(p) | Event::Apply(p))) => {
+                let user = pod_user(&p);
+                if let Some(seen) = listed.as_mut() {
+                    seen.insert(user.clone());
+                }
+                collisions.set(user, collisions::pod_uses(Some("Running"), &p.metadata));
+            }
+            Ok(Some(Event::Delete(p))) => collisions.set(pod_user(&p), Vec::new()),
+            Ok(Some(Event::InitDone)) => {
+                if let Some(seen) = listed.take() {
+                    collisions.retain("pod", &seen);
+                }
+            }
+            Ok(None) => return,
+            Err(e) => warn!(error = %e, "watching running pods"),
+        }
+    }
+}
+
+/// Takes the legacy finalizer off VM `namespace/name`. Older KubeMacPools added it and only
+/// KubeMacPool removes it, so a VM deleted with it would wait for good; upstream's controller
+/// removes it too. Both replicas may try: the patch names the VM's resourceVersion, and the one
+/// that comes second is refused or finds nothing to remove.
+async fn remove_legacy_finalizer(client: Client, namespace: String, name: String) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &vm_resource());
+    let removed: anyhow::Result<bool> = async {
+        let stored = serde_json::to_value(api.get(&name).await?)?;
+        let Some(patch) = vm::legacy_finalizer_removal(&stored) else {
+            return Ok(false);
+        };
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(true)
+    }
+    .await;
+    match removed {
+        Ok(true) => {
+            info!(%namespace, %name, "removed the legacy finalizer {}", vm::LEGACY_FINALIZER)
+        }
+        Ok(false) => {}
+        Err(e) => warn!(error = %e, %namespace, %name, "removing the legacy finalizer"),
+    }
+}
+
+fn pod_user(p: &PartialObjectMeta<Pod>) -> User {
     User {
         kind: "pod",
         namespace: p.namespace().unwrap_or_default(),
         name: p.name_any(),
         uid: p.uid().unwrap_or_default(),
     }
-}
-
-/// The MACs a pod uses, for collisions: none while it is being deleted, and none for a VM's
-/// launcher pod (its VMI counts). Not yet upstream's rule ([`crate::collisions::pod_uses`]):
-/// this watch reads pods as metadata, without their phase or network-status, so a pod counts
-/// while it exists.
-fn pod_uses(p: &HeldPod, macs: &[net_types::MacAddr]) -> Vec<net_types::MacAddr> {
-    let launcher = p.labels().get(LAUNCHER_LABEL.0).map(String::as_str) == Some(LAUNCHER_LABEL.1);
-    if launcher || p.metadata.deletion_timestamp.is_some() {
-        return Vec::new();
-    }
-    macs.to_vec()
 }
 
 pub fn vmi_resource() -> ApiResource {

@@ -147,6 +147,24 @@ fn changed(vm: &Value, old: &Value) -> bool {
         || annotations(vm) != annotations(old)
 }
 
+/// The merge patch that takes the legacy finalizer off a stored VM, the other finalizers kept;
+/// `None` when it has none. It carries the VM's resourceVersion, so the API server refuses it
+/// (409) if the finalizers changed since `vm` was read.
+pub fn legacy_finalizer_removal(vm: &Value) -> Option<Value> {
+    let list = vm.pointer("/metadata/finalizers")?.as_array()?;
+    if !list.iter().any(|f| f.as_str() == Some(LEGACY_FINALIZER)) {
+        return None;
+    }
+    let kept: Vec<&Value> = list
+        .iter()
+        .filter(|f| f.as_str() != Some(LEGACY_FINALIZER))
+        .collect();
+    Some(serde_json::json!({"metadata": {
+        "finalizers": kept,
+        "resourceVersion": vm.pointer("/metadata/resourceVersion"),
+    }}))
+}
+
 /// Where the legacy finalizer is, last first: removed in that order, each index stays right.
 fn legacy_finalizers(vm: &Value) -> Vec<usize> {
     let list = vm.pointer("/metadata/finalizers").and_then(Value::as_array);

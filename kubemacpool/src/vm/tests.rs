@@ -229,6 +229,25 @@ fn the_legacy_finalizer_is_removed() {
 }
 
 #[test]
+fn a_stored_vm_loses_the_legacy_finalizer_and_keeps_the_others_at_its_version() {
+    let mut v = vm(json!([]));
+    v["metadata"]["resourceVersion"] = json!("42");
+    v["metadata"]["finalizers"] = json!([LEGACY_FINALIZER, "kubevirt.io/x", LEGACY_FINALIZER]);
+    assert_eq!(
+        legacy_finalizer_removal(&v),
+        Some(json!({"metadata": {"finalizers": ["kubevirt.io/x"], "resourceVersion": "42"}}))
+    );
+}
+
+#[test]
+fn a_stored_vm_without_the_legacy_finalizer_is_not_patched() {
+    let mut v = vm(json!([]));
+    assert_eq!(legacy_finalizer_removal(&v), None);
+    v["metadata"]["finalizers"] = json!(["kubevirt.io/x"]);
+    assert_eq!(legacy_finalizer_removal(&v), None);
+}
+
+#[test]
 fn an_update_that_changes_only_status_or_the_timestamp_is_a_noop() {
     let old = vm(json!([{"name": "br1", "bridge": {}}]));
     let mut new = old.clone();

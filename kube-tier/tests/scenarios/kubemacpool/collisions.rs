@@ -1,9 +1,16 @@
-//! Collisions between running VMIs, reported and cleared; opted-out namespaces left alone.
+//! Collisions between running VMIs, reported and cleared; opted-out namespaces left alone; and
+//! between pods attached through Multus, counted only while they run.
 
 use std::time::Instant;
 
+use serde_json::json;
+
 use super::prometheus::Prometheus;
 use super::*;
+use crate::scenarios::multus::{
+    attached_pod_manifest_in, attachment_config, nad_in, wait_attached_in, wait_multus,
+};
+use crate::scenarios::operator::OWN_SPEC;
 
 /// The `kmp_mac_collisions` lines of every manager replica's metrics (the port upstream
 /// serves them on).
@@ -113,4 +120,163 @@ pub fn a_collision_between_running_vmis_is_reported_and_cleared(ctx: &mut Ctx) -
     ])?;
     ctx.kubectl(&["delete", "namespace", IGNORED_NAMESPACE, "--wait=false"])?;
     outcome
+}
+
+const COLLIDE_NAMESPACE: &str = "kmp-collide";
+const COLLIDE_NAD: &str = "collide-net";
+
+/// Pods as upstream counts them, attached through Multus in a namespace opted in after they
+/// started (as a restore or an import brings them): a Job's completed pod and a running pod with
+/// one MAC are no collision, nor is a pod Multus never attached (no network-status); two
+/// running pods with one MAC are exactly one collision, reported on both.
+pub fn only_running_pods_that_multus_attached_collide(ctx: &mut Ctx) -> Result<()> {
+    ctx.ensure_operator()?;
+    ctx.apply_nac(&format!("multus: {{}}\n{OWN_SPEC}{SPEC}"))?;
+    ctx.kubectl_wait("Available", "240s")?;
+    wait_multus(ctx)?;
+    ctx.wait_rollout("deployment", MANAGER)?;
+    // Not opted in yet: the webhook leaves the pods' MACs as asked.
+    ctx.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {COLLIDE_NAMESPACE}\n"
+    ))?;
+    let bridge = json!({"type": "bridge", "bridge": "brcollide"});
+    let ipam = json!({"type": "host-local", "subnet": "10.79.0.0/24"});
+    ctx.apply(&nad_in(
+        COLLIDE_NAMESPACE,
+        COLLIDE_NAD,
+        &attachment_config(COLLIDE_NAD, bridge, ipam),
+    ))?;
+    let outcome = pods_collide(ctx);
+    let cleanup = delete_collide_namespace(ctx);
+    // The scenarios after it run without Multus.
+    let restored = ctx.apply_nac(SPEC).map(drop);
+    outcome.and(cleanup).and(restored)
+}
+
+fn pods_collide(ctx: &Ctx) -> Result<()> {
+    let (once, twice) = ("02:31:00:00:00:0a", "02:31:00:00:00:0b");
+    let node = ctx.node01().name().to_string();
+    let asking = |mac: &str| json!([{"name": COLLIDE_NAD, "mac": mac}]);
+    ctx.apply(&completed_job_yaml("collide-done", &node, &asking(once)))?;
+    ctx.kubectl(&[
+        "wait",
+        "-n",
+        COLLIDE_NAMESPACE,
+        "job/collide-done",
+        "--for=condition=complete",
+        "--timeout=120s",
+    ])?;
+    for (name, mac) in [
+        ("collide-runs", once),
+        ("collide-a", twice),
+        ("collide-b", twice),
+    ] {
+        ctx.apply(&attached_pod_manifest_in(
+            COLLIDE_NAMESPACE,
+            name,
+            &node,
+            &asking(mac),
+        ))?;
+    }
+    for name in ["collide-runs", "collide-a", "collide-b"] {
+        let net1 = wait_attached_in(ctx, COLLIDE_NAMESPACE, name)?;
+        println!("    {name}: net1 {} (asked in the annotation)", net1.mac);
+    }
+    // A NAD that does not exist: Multus never attaches it, so it never gets a network-status.
+    ctx.apply(&attached_pod_manifest_in(
+        COLLIDE_NAMESPACE,
+        "collide-unattached",
+        &node,
+        &json!([{"name": "no-such-net", "mac": once}]),
+    ))?;
+    ctx.kubectl(&[
+        "label",
+        "namespace",
+        COLLIDE_NAMESPACE,
+        "mutatepods.kubemacpool.io=allocate",
+    ])?;
+    let gauge = format!("kmp_mac_collisions{{mac=\"{twice}\"}} 2");
+    let replicas = live_managers(ctx)?.len();
+    let lines = wait_for("the collision gauge", Duration::from_secs(60), || {
+        let lines = collision_gauges(ctx)?;
+        Ok((lines.iter().filter(|l| **l == gauge).count() == replicas).then_some(lines))
+    })?;
+    // Both MACs became countable at once, when the namespace was opted in.
+    check(lines.iter().all(|l| *l == gauge), || {
+        format!("a completed or unattached pod was counted: {lines:?}")
+    })?;
+    println!("    {lines:?}");
+    let expected = format!(
+        "MAC {twice}: Collision between pod/{COLLIDE_NAMESPACE}/collide-a, \
+         pod/{COLLIDE_NAMESPACE}/collide-b"
+    );
+    let on = wait_for("the MACCollision events", Duration::from_secs(60), || {
+        let events = ctx.get(&[
+            "get",
+            "events",
+            "-n",
+            COLLIDE_NAMESPACE,
+            "--field-selector",
+            "reason=MACCollision",
+        ])?;
+        let items: Vec<&Value> = events["items"].as_array().into_iter().flatten().collect();
+        let stray: Vec<&str> = items
+            .iter()
+            .filter_map(|e| e["message"].as_str())
+            .filter(|m| *m != expected)
+            .collect();
+        check(stray.is_empty(), || {
+            format!("other collisions reported: {stray:?}")
+        })?;
+        let on: BTreeSet<String> = items
+            .iter()
+            .filter_map(|e| e["involvedObject"]["name"].as_str().map(str::to_string))
+            .collect();
+        Ok((on.len() == 2).then_some(on))
+    })?;
+    println!("    {expected:?} on {on:?}; the Job's completed pod and the unattached pod: none");
+    Ok(())
+}
+
+/// A Job whose one pod asks for `networks`, starts on `node` and exits at once: Succeeded, with
+/// the MACs of its annotation still written on it.
+fn completed_job_yaml(name: &str, node: &str, networks: &Value) -> String {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": COLLIDE_NAMESPACE},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {NETWORKS: networks.to_string()}},
+                "spec": {
+                    "nodeName": node,
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{
+                        "name": "main",
+                        "image": BUSYBOX_IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["/bin/true"],
+                    }],
+                },
+            },
+        },
+    })
+    .to_string()
+}
+
+/// The pods first, while Multus can still read their NAD for its DEL, then the namespace.
+fn delete_collide_namespace(ctx: &Ctx) -> Result<()> {
+    ctx.kubectl(&[
+        "delete",
+        "jobs,pods",
+        "--all",
+        "-n",
+        COLLIDE_NAMESPACE,
+        "--wait=true",
+        "--timeout=120s",
+    ])?;
+    ctx.kubectl(&["delete", "namespace", COLLIDE_NAMESPACE, "--wait=false"])
+        .map(drop)
 }

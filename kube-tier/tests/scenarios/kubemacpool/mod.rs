@@ -20,6 +20,7 @@ mod availability;
 mod certs;
 mod collisions;
 mod corpus;
+mod finalizer;
 mod prometheus;
 mod switch;
 
@@ -32,8 +33,12 @@ pub use availability::{
     rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs,
 };
 pub use certs::the_certificates_are_what_upstream_reads_and_come_back_when_deleted;
-pub use collisions::a_collision_between_running_vmis_is_reported_and_cleared;
+pub use collisions::{
+    a_collision_between_running_vmis_is_reported_and_cleared,
+    only_running_pods_that_multus_attached_collide,
+};
 pub use corpus::a_hostile_corpus_is_refused_or_passed_and_the_webhook_stays_up;
+pub use finalizer::a_vm_stored_with_the_legacy_finalizer_is_deleted_without_another_write;
 pub use switch::macs_given_before_the_switch_are_never_given_again;
 const RANGE_START: &str = "02:30:00:00:00:00";
 const RANGE_END: &str = "02:30:00:00:0f:ff";
