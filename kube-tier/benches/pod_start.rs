@@ -22,6 +22,9 @@ use serde_json::{json, Value};
 use kube_tier::cluster::POD_NETWORK_CONF;
 use kube_tier::daemon::wait_for;
 use kube_tier::image::BUSYBOX_IMAGE;
+use kube_tier::measure::{
+    sandbox_failures, sandbox_times, sandbox_times_of, veth_is_ours, wait_running, Latency,
+};
 use kube_tier::node::{Node, POD_BRIDGE};
 use kube_tier::Cluster;
 
@@ -120,20 +123,8 @@ fn run(
     }
     wait_clean(node, Duration::from_secs(180))?;
     let sandbox = sandbox_times(&cluster.log_path(&cluster.daemon_name(0, "containerd")))?;
-    let ms_of = |side: &Side| -> Vec<f64> {
-        names[&side.label]
-            .iter()
-            .filter_map(|n| sandbox.get(n).copied())
-            .collect()
-    };
-    let (ours_sandbox, go_sandbox) = (ms_of(&sides[0]), ms_of(&sides[1]));
-    if ours_sandbox.len() < pods / 2 || go_sandbox.len() < pods / 2 {
-        bail!(
-            "containerd's log times {} of ours and {} of Go's sandboxes",
-            ours_sandbox.len(),
-            go_sandbox.len()
-        );
-    }
+    let ours_sandbox = sandbox_times_of(&sandbox, &names[&sides[0].label])?;
+    let go_sandbox = sandbox_times_of(&sandbox, &names[&sides[1].label])?;
     print_latency(
         "sandbox created (containerd's RunPodSandbox)",
         &sides,
@@ -208,32 +199,12 @@ fn use_side(node: &Node, side: &Side) -> Result<()> {
     Ok(())
 }
 
-/// The pod's host veth says whose bridge made it: ours names it in its alias.
+/// The pod's host veth says whose bridge made it.
 fn check_side(cluster: &Cluster, node: &Node, side: &Side, pod: &str) -> Result<()> {
-    let iflink = cluster.kubectl(&["exec", pod, "--", "cat", "/sys/class/net/eth0/iflink"])?;
-    let index: u64 = iflink.trim().parse().context("eth0's iflink")?;
-    let links: Vec<Value> = serde_json::from_str(&node.sh("ip -j -d link show")?)?;
-    let host = links
-        .iter()
-        .find(|l| l["ifindex"].as_u64() == Some(index))
-        .with_context(|| format!("{pod}'s host veth (ifindex {})", iflink.trim()))?;
-    let ours = host["ifalias"]
-        .as_str()
-        .is_some_and(|a| a.starts_with("cni-bridge "));
-    if ours != side.ours {
-        bail!(
-            "{pod} was meant to get its network from {} but its host veth says {host}",
-            side.label
-        );
+    if veth_is_ours(cluster, node, pod, "eth0")? != side.ours {
+        bail!("{pod} was meant to get its network from {}", side.label);
     }
     Ok(())
-}
-
-fn wait_running(cluster: &Cluster, name: &str) -> Result<()> {
-    wait_for(&format!("{name} Running"), Duration::from_secs(120), || {
-        let phase = cluster.kubectl(&["get", "pod", name, "-o", "jsonpath={.status.phase}"])?;
-        Ok((phase.trim() == "Running").then_some(()))
-    })
 }
 
 /// Until the node holds no pod's port on the pod bridge nor any lease.
@@ -276,95 +247,19 @@ fn run_burst(
         },
     )?;
     let all_running = started.elapsed().as_secs_f64();
-    let events = cluster.kubectl(&[
-        "get",
-        "events",
-        "--field-selector",
-        "reason=FailedCreatePodSandBox",
-        "-o",
-        "custom-columns=POD:.involvedObject.name,COUNT:.count",
-        "--no-headers",
-    ])?;
-    let failures = events
-        .lines()
-        .filter(|l| l.starts_with(&format!("{prefix}-")))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
-        .sum();
+    let failures = sandbox_failures(cluster, &format!("{prefix}-"))?;
     cluster.kubectl(&["delete", "pods", "-l", &selector, "--wait=false"])?;
     let clean = wait_clean(node, Duration::from_secs(600))?;
     Ok((all_running, failures, clean))
 }
 
-/// Each pod's sandbox creation in milliseconds, from containerd's `RunPodSandbox` line to its
-/// `returns sandbox id` line (the last attempt of each pod).
-fn sandbox_times(log: &Path) -> Result<BTreeMap<String, f64>> {
-    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
-    let mut started: BTreeMap<String, f64> = BTreeMap::new();
-    let mut took = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line
-            .split("RunPodSandbox for &PodSandboxMetadata{Name:")
-            .nth(1)
-        else {
-            continue;
-        };
-        let (Some(name), Some(at)) = (rest.split(',').next(), timestamp(line)) else {
-            continue;
-        };
-        if line.contains("returns sandbox id") {
-            if let Some(t0) = started.remove(name) {
-                took.insert(name.to_string(), (at - t0) * 1000.0);
-            }
-        } else if !line.contains("failed") {
-            started.insert(name.to_string(), at);
-        }
-    }
-    Ok(took)
-}
-
-/// Seconds since the epoch of a containerd log line's `time="YYYY-MM-DDTHH:MM:SS.fffZ"`.
-fn timestamp(line: &str) -> Option<f64> {
-    let t = line.strip_prefix("time=\"")?.split('"').next()?;
-    let (date, time) = t.trim_end_matches('Z').split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>());
-    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    let mut hms = time.split(':');
-    let (h, min) = (
-        hms.next()?.parse::<f64>().ok()?,
-        hms.next()?.parse::<f64>().ok()?,
-    );
-    let s = hms.next()?.parse::<f64>().ok()?;
-    Some(days_from_civil(y, m, day) as f64 * 86400.0 + h * 3600.0 + min * 60.0 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
-
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let at = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v.get(at).copied().unwrap_or(f64::NAN)
-}
-
 fn print_latency(what: &str, sides: &[Side], ours: &[f64], go: &[f64]) {
-    let (om, op) = (percentile(ours, 0.5), percentile(ours, 0.95));
-    let (gm, gp) = (percentile(go, 0.5), percentile(go, 0.95));
+    let (o, g) = (Latency::of(ours), Latency::of(go));
     println!(
-        "  {what}: {} median {om:.0} ms, p95 {op:.0} ms ({} pods); {} median {gm:.0} ms, p95 \
-         {gp:.0} ms ({} pods); ours/Go median {:.2}x, p95 {:.2}x (goal: at most 0.8x)",
+        "  {what}: {} {o}; {} {g}; ours/Go median {:.2}x, p95 {:.2}x (goal: at most 0.8x)",
         sides[0].label,
-        ours.len(),
         sides[1].label,
-        go.len(),
-        om / gm,
-        op / gp
+        o.median / g.median,
+        o.p95 / g.p95
     );
 }

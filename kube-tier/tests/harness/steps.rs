@@ -13,54 +13,24 @@ use kube_tier::image::MULTUS_IMAGE;
 use super::ctx::Ctx;
 use crate::scenarios;
 
-pub const NAMESPACE: &str = "cluster-network-addons";
-pub const OPERATOR: &str = "network-addons-operator";
+pub use kube_tier::operator::{NAMESPACE, OPERATOR};
 
 impl Ctx {
     /// deploy/ applied as operator/README.md says, the operator told the nodes' CRI socket and
     /// a short GC interval, and its Deployment available.
     pub fn ensure_operator(&self) -> Result<()> {
-        if self
-            .kubectl(&["get", "deployment", OPERATOR, "-n", NAMESPACE])
-            .is_ok()
-        {
-            return self.wait_rollout("deployment", OPERATOR);
-        }
-        for file in [
-            "namespace.yaml",
-            "network-addons-config.crd.yaml",
-            "operator.yaml",
-        ] {
-            let path = self.repo.join("deploy").join(file);
-            let path = path.to_string_lossy();
-            // Kubernetes 1.20 has no CEL: its kubectl refuses the CRD's rules unless told not to
-            // validate, and its API server drops them (operator/README.md).
-            let mut args = vec!["apply", "-f", &path];
-            if file.ends_with(".crd.yaml") {
-                args.push("--validate=false");
-            }
-            self.kubectl(&args)
-                .with_context(|| format!("kubectl {} (deploy/{file})", args.join(" ")))?;
-        }
         // The nodes' CNI directories are the defaults; their CRI socket is named, the GC runs
         // sooner than by default, and its metrics are served. Multus is the thick image built
         // from its source (upstream's cannot be pulled here), named as users name a mirror.
-        let cri = format!("CRI_SOCKET={CONTAINERD_SOCK}");
-        let multus = format!("MULTUS_IMAGE={MULTUS_IMAGE}");
-        let gc = format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL);
-        let metrics = format!("GC_METRICS_PORT={}", scenarios::gc::AGENT_METRICS_PORT);
-        self.kubectl(&[
-            "set",
-            "env",
-            &format!("deployment/{OPERATOR}"),
-            "-n",
-            NAMESPACE,
-            &cri,
-            &gc,
-            &metrics,
-            &multus,
-        ])?;
-        self.wait_rollout("deployment", OPERATOR)
+        self.cluster.deploy_operator(
+            &self.repo,
+            &[
+                format!("CRI_SOCKET={CONTAINERD_SOCK}"),
+                format!("GC_INTERVAL={}", scenarios::gc::AGENT_GC_INTERVAL),
+                format!("GC_METRICS_PORT={}", scenarios::gc::AGENT_METRICS_PORT),
+                format!("MULTUS_IMAGE={MULTUS_IMAGE}"),
+            ],
+        )
     }
 
     /// Scales the operator's Deployment to `replicas` (deploy/ runs two).
@@ -129,22 +99,9 @@ impl Ctx {
 
     /// Waits for the object to exist, then `kubectl rollout status`.
     pub fn wait_rollout(&self, kind: &str, name: &str) -> Result<()> {
-        wait_for(
-            &format!("{kind} {name} to exist"),
-            Duration::from_secs(90),
-            || Ok(self.exists(kind, name, Some(NAMESPACE))?.then_some(())),
-        )?;
-        self.kubectl(&[
-            "rollout",
-            "status",
-            &format!("{kind}/{name}"),
-            "-n",
-            NAMESPACE,
-            "--timeout=180s",
-        ])
-        .map(drop)
-        .with_context(|| format!("{kind} {name} did not roll out"))
+        self.cluster.wait_rollout(kind, name)
     }
+
     /// Deletes for good each of `pods` that is being deleted while its node's containerd runs
     /// none of its containers any more: kubelet 1.20.2 can leave such a pod Terminating until
     /// its next collection of sandboxes, a minute later (kubernetes/kubernetes#97288).

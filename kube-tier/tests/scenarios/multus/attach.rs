@@ -14,9 +14,7 @@ use kube_tier::image::BUSYBOX_IMAGE;
 
 use crate::{check, Ctx};
 
-pub const MULTUS_DS: &str = "multus";
-/// The config Multus' daemon writes in front of the node's pod network, in the node's view.
-pub const MULTUS_CONF: &str = "/etc/cni/net.d/00-multus.conf";
+pub use kube_tier::operator::{MULTUS_CONF, MULTUS_DS};
 /// The interface Multus gives a pod's first extra network.
 pub const NET1: &str = "net1";
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
@@ -25,19 +23,7 @@ const NETWORK_STATUS: &str = "k8s.v1.cni.cncf.io/network-status";
 /// Waits until Multus' daemon is rolled out and its config is every node's first, so that the
 /// next pod on any node goes through it.
 pub fn wait_multus(ctx: &Ctx) -> Result<()> {
-    ctx.wait_rollout("daemonset", MULTUS_DS)?;
-    wait_for(
-        "Multus' config in front of every node's pod network",
-        Duration::from_secs(60),
-        || {
-            Ok(ctx
-                .cluster
-                .nodes()
-                .iter()
-                .all(|n| n.host_path(MULTUS_CONF).exists())
-                .then_some(()))
-        },
-    )
+    ctx.cluster.wait_multus()
 }
 
 /// A conflist named `name`: `plugin` with `ipam`, then our tuning (which takes the
