@@ -2,11 +2,11 @@
 //! marker) and kubernetes-nmstate's handler (`nmstate-handler`) both follow the API server and
 //! the kernel's link notifications until a signal stops them, and both hold a lock on their
 //! directory. They live here so that the handler is a crate of its own that does not depend on
-//! the installer.
+//! the node agent.
 //!
 //! Their error is this crate's small `Error` (files, system calls, API requests, netlink,
 //! messages, each with what was being done): the handler's error is this one, and the
-//! installer's holds it as one transparent variant, so that a message reads the same whichever
+//! node agent's holds it as one transparent variant, so that a message reads the same whichever
 //! crate it passed through.
 
 pub mod error;

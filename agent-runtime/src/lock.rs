@@ -1,4 +1,4 @@
-//! An exclusive flock(2) on a directory itself: the installer holds its destination directory
+//! An exclusive flock(2) on a directory itself: the node agent holds its destination directory
 //! while installing or uninstalling (several DaemonSets may install into the same directory and
 //! share its record), and the nmstate handler its state directory while it applies. Locking
 //! the directory creates no file, and the kernel releases the lock when the process dies, even

@@ -4,6 +4,7 @@
 //! throwaway "host" namespace through `ip netns exec`, which also mounts a
 //! sysfs of that namespace, so the plugin sees that namespace as "the host".
 
+use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -295,6 +296,22 @@ fn read_back(file: &mut File) -> String {
         let _ = file.read_to_end(&mut bytes);
     }
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `CNI_*` variables in the order libcni sets them.
+pub(crate) type Env = Vec<(&'static str, String)>;
+
+/// Sets `key` to `value` in `env`, or unsets it.
+pub(crate) fn set_var(env: &mut Env, key: &'static str, value: Option<&str>) {
+    env.retain(|(k, _)| *k != key);
+    if let Some(v) = value {
+        env.push((key, v.to_string()));
+    }
+}
+
+/// The configuration as stdin.
+pub(crate) fn to_bytes(cfg: &Map<String, Value>) -> Vec<u8> {
+    serde_json::to_vec(cfg).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! expanded, the network name and cniVersion set, host-local's dataDir redirected and, for a
 //! chained plugin, a prevResult) and the `CNI_*` environment.
 
+use crate::invoke::Env;
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use crate::validate::chaining::synth_prev_result;
@@ -32,22 +33,6 @@ fn expand_tmp_map(map: Map<String, Value>, tmp: &str) -> Map<String, Value> {
     map.into_iter()
         .map(|(k, v)| (k.replace(TMP_PLACEHOLDER, tmp), expand_tmp(v, tmp)))
         .collect()
-}
-
-/// `CNI_*` variables in the order libcni sets them.
-pub(crate) type Env = Vec<(&'static str, String)>;
-
-/// Sets `key` to `value` in `env`, or unsets it.
-pub(crate) fn set_var(env: &mut Env, key: &'static str, value: Option<&str>) {
-    env.retain(|(k, _)| *k != key);
-    if let Some(v) = value {
-        env.push((key, v.to_string()));
-    }
-}
-
-/// The configuration as stdin.
-pub(crate) fn to_bytes(cfg: &Map<String, Value>) -> Vec<u8> {
-    serde_json::to_vec(cfg).unwrap_or_default()
 }
 
 /// `cfg` with `prev` as its prevResult, or without one.

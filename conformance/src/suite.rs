@@ -3,11 +3,10 @@
 
 use crate::error::Error;
 use crate::host_local::reservations;
-use crate::invoke::{Exit, Hook, Runner};
+use crate::invoke::{to_bytes, Env, Exit, Hook, Runner};
 use crate::netns::Netns;
 use crate::reply::Reply;
 use crate::report::{self, Outcome, Report};
-use crate::request::{to_bytes, Env};
 use crate::sandbox::Sandbox;
 use crate::validate::chaining::PREV_ADDRESS;
 use crate::validate::stdout::{classify_stdout, stdout_violation};

@@ -3,8 +3,8 @@
 //! `nft --debug=netlink` prints rules in these terms.
 
 use crate::attr::{self, AttrWriter};
-use crate::model::Verdict;
 use crate::sys::*;
+use crate::verdict::Verdict;
 use crate::Error;
 
 /// The verdict register: an immediate or a map lookup writing here decides.

@@ -25,6 +25,7 @@ mod model;
 mod socket;
 mod sockopt;
 mod sys;
+mod verdict;
 
 pub use batch::Batch;
 pub use error::{Context, Error, Result};
@@ -32,6 +33,7 @@ pub use expr::{CmpOp, Expr, MetaKey, PayloadBase};
 pub use generation::Generation;
 pub use model::{
     ifname_from_key, ifname_key, BaseChain, Chain, ChainType, Element, Family, Hook, KeyType, Rule,
-    Set, Table, Verdict,
+    Set, Table,
 };
 pub use socket::Nftables;
+pub use verdict::Verdict;

@@ -7,6 +7,7 @@ use netlink_sys::{protocols::NETLINK_NETFILTER, Socket};
 
 use crate::attr;
 use crate::batch::{header, Batch};
+use crate::generation::Generation;
 use crate::model::{Chain, Element, Family, Rule, Set, Table};
 use crate::sockopt::{grow_recv_buffer, recv_buffer, set_recv_timeout};
 use crate::sys::*;
@@ -24,6 +25,9 @@ const DUMP_ATTEMPTS: usize = 5;
 const ANSWER_ROOM: usize = 1024;
 /// What the kernel's errors against a batch as a whole are reported as.
 const TRANSACTION: &str = "nftables transaction";
+/// How often [`Nftables::apply_planned`] lists and plans again when other transactions keep
+/// changing the ruleset in between.
+const PLAN_ATTEMPTS: usize = 5;
 
 /// One reply message: its type, flags, sequence number and payload after the nlmsghdr.
 struct Reply {
@@ -252,6 +256,40 @@ impl Nftables {
             }
         }
         Err(Error::from_errno(dump_name(kind, family), libc::EINTR))
+    }
+
+    /// The ruleset's generation now (`NFT_MSG_GETGEN`).
+    pub fn generation(&mut self) -> Result<Generation> {
+        let body = self.query(
+            NFT_MSG_GETGEN,
+            NFT_MSG_NEWGEN,
+            "reading the ruleset's generation",
+        )?;
+        attr::get_u32(&attr::parse(&body)?, NFTA_GEN_ID)
+            .map(Generation::new)
+            .ok_or_else(|| Error::Decode("a generation without its number".into()))
+    }
+
+    /// Lists, plans and applies as one step: `plan` reads what it needs through this
+    /// connection and returns the batch to apply (with anything else the caller wants back),
+    /// and the batch is applied only if the ruleset is still at the generation read before
+    /// `plan` ran ([`Batch::if_generation`]). When another transaction changed the ruleset in
+    /// between, `plan` runs again on a fresh listing, a few times at most; after that the
+    /// error is [`Error::GenerationChanged`]. An empty batch is not sent.
+    pub fn apply_planned<T>(
+        &mut self,
+        mut plan: impl FnMut(&mut Nftables) -> Result<(Batch, T)>,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            let generation = self.generation()?;
+            let (mut batch, planned) = plan(self)?;
+            batch.if_generation(generation);
+            match self.apply(&batch) {
+                Err(e) if e.is_generation_changed() && attempt < PLAN_ATTEMPTS => attempt += 1,
+                applied => return applied.map(|()| planned),
+            }
+        }
     }
 
     /// `nft list tables <family>`

@@ -2,10 +2,9 @@
 //! happened is added by [`Context`] on a `Result` (by [`Error::wrap`] elsewhere), and the cause is
 //! the error's `source`.
 
+use std::fmt;
 use std::fmt::Write as _;
 use std::io;
-
-use crate::transact::OpFailure;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -102,6 +101,25 @@ impl Error {
 
 // `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
 error_context::context_trait!(Error, Error::wrap);
+
+/// The operation a transaction failed at, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpFailure {
+    /// Index of the failed operation; equal to the number of operations for a failed commit.
+    pub index: usize,
+    pub error: String,
+    pub details: String,
+}
+
+impl fmt::Display for OpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.error)?;
+        if !self.details.is_empty() {
+            write!(f, " ({})", self.details)?;
+        }
+        Ok(())
+    }
+}
 
 #[cfg(test)]
 mod tests {

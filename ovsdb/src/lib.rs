@@ -21,8 +21,8 @@ pub mod transact;
 pub use client::Client;
 pub use datum::{map, map_items, named_uuid, rows, set, set_items, uuid, uuid_of};
 pub use endpoint::Endpoint;
-pub use error::{Context, Error, Result};
-pub use transact::{OpFailure, Reply};
+pub use error::{Context, Error, OpFailure, Result};
+pub use transact::Reply;
 
 /// The database every Open vSwitch table lives in.
 pub const DATABASE: &str = "Open_vSwitch";

@@ -1,10 +1,8 @@
 //! The reply to a `transact` request (RFC 7047 section 4.1.3).
 
-use std::fmt;
-
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, OpFailure, Result};
 
 /// One result per operation, plus one more when the commit itself failed (a constraint or
 /// referential integrity violation).
@@ -12,25 +10,6 @@ use crate::error::{Error, Result};
 pub struct Reply {
     results: Vec<Value>,
     ops: usize,
-}
-
-/// The operation a transaction failed at, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpFailure {
-    /// Index of the failed operation; equal to the number of operations for a failed commit.
-    pub index: usize,
-    pub error: String,
-    pub details: String,
-}
-
-impl fmt::Display for OpFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.error)?;
-        if !self.details.is_empty() {
-            write!(f, " ({})", self.details)?;
-        }
-        Ok(())
-    }
 }
 
 /// A string member of an error object as text; another JSON value as JSON.

@@ -3,8 +3,8 @@
 //! node agent's network state), not for the ADD path.
 
 use netlink_packet_route::link::{
-    BridgeStpState, InfoBond, InfoBridge, InfoBridgePort, InfoData, InfoPortData, InfoVlan,
-    LinkAttribute, LinkInfo, LinkMessage,
+    BridgeStpState, InfoBond, InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoPortData,
+    InfoVlan, LinkAttribute, LinkInfo, LinkMessage,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use serde::{Deserialize, Serialize};
@@ -280,6 +280,16 @@ impl Netlink {
         }
         self.set_kind_data(index, "bridge", InfoData::Bridge(attrs))
             .with_context(|| format!("ip link set {index} type bridge {settings}"))
+    }
+
+    /// `ip link add <name> type bond [mode M] [miimon N] ...`.
+    pub fn link_add_bond(&self, name: &str, settings: &BondSettings) -> Result<Link> {
+        let mut info = vec![LinkInfo::Kind(InfoKind::Bond)];
+        let attrs = settings.attributes();
+        if !attrs.is_empty() {
+            info.push(LinkInfo::Data(InfoData::Bond(attrs)));
+        }
+        self.link_add(name, None, info)
     }
 
     /// `ip link set <index> type bond [mode M] [miimon N] ...`: only the settings that are Some.

@@ -9,7 +9,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use super::{BondSettings, Netlink, IFNAMSIZ};
+use super::{Netlink, IFNAMSIZ};
 use crate::error::{Context, Error, Result};
 use crate::mac::MacAddr;
 use crate::netns::NetNs;
@@ -362,20 +362,15 @@ impl Netlink {
         )
     }
 
-    /// `ip link add <name> type bond [mode M] [miimon N] ...`.
-    pub fn link_add_bond(&self, name: &str, settings: &BondSettings) -> Result<Link> {
-        let mut info = vec![LinkInfo::Kind(InfoKind::Bond)];
-        let attrs = settings.attributes();
-        if !attrs.is_empty() {
-            info.push(LinkInfo::Data(InfoData::Bond(attrs)));
-        }
-        self.link_add(name, None, info)
-    }
-
     /// `ip link add [link <base>] <name> type <kind> ...`: the one creating request every kind
     /// without a peer shares. The kernel's errno stays in the error (EOPNOTSUPP when the kind's
     /// module is missing, EEXIST for a taken name).
-    fn link_add(&self, name: &str, base: Option<u32>, info: Vec<LinkInfo>) -> Result<Link> {
+    pub(super) fn link_add(
+        &self,
+        name: &str,
+        base: Option<u32>,
+        info: Vec<LinkInfo>,
+    ) -> Result<Link> {
         let kind = info
             .iter()
             .find_map(|i| match i {

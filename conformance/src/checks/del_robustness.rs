@@ -1,8 +1,8 @@
 //! DEL must succeed whatever is already gone: the netns path, the netns, the prevResult, the
 //! interface. CHECK, by contrast, must notice the missing interface.
 
+use crate::invoke::{set_var, to_bytes};
 use crate::report::Outcome;
-use crate::request::{set_var, to_bytes};
 use crate::suite::Suite;
 use crate::validate::versions::version_at_least;
 

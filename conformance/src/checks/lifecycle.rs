@@ -1,8 +1,8 @@
 //! The lifecycle of an attachment in every supported version: ADD, the chained pass-through,
 //! CHECK, DEL and DEL again; and ADD onto an interface name that is already taken.
 
+use crate::invoke::to_bytes;
 use crate::report::Outcome;
-use crate::request::to_bytes;
 use crate::suite::Suite;
 use crate::validate::chaining::check_passthrough;
 use crate::validate::result::validate_result;

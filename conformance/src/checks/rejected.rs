@@ -1,8 +1,8 @@
 //! Requests a plugin must refuse without changing either namespace: an unknown version,
 //! malformed JSON, a missing `CNI_*` variable, an invalid interface name or container ID.
 
+use crate::invoke::{set_var, to_bytes, Env};
 use crate::report::Outcome;
-use crate::request::{set_var, to_bytes, Env};
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use crate::validate::stdout::Stdout;

@@ -1,8 +1,8 @@
 //! What real runtimes send besides the bare spec: `CNI_ARGS` as containerd and Multus build it,
 //! runtime keys in the config, and configs without cniVersion.
 
+use crate::invoke::{set_var, to_bytes};
 use crate::report::{excerpt, Outcome};
-use crate::request::{set_var, to_bytes};
 use crate::suite::Suite;
 use crate::validate::result::validate_result;
 use serde_json::json;

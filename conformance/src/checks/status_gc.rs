@@ -2,8 +2,8 @@
 //! releases.
 
 use super::rejected::Judge;
+use crate::invoke::to_bytes;
 use crate::report::Outcome;
-use crate::request::to_bytes;
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! VERSION: the libcni probe, the 1.1.0 probe, and stdin that must not matter.
 
+use crate::invoke::Env;
 use crate::report::{self, Outcome};
-use crate::request::Env;
 use crate::suite::Suite;
 use crate::validate::version_reply::parse_version_reply;
 use crate::validate::versions::KNOWN_VERSIONS;

@@ -7,8 +7,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::run::say;
-
 /// Whether a line of virtme-ng's stderr is the kernel console (timestamped kernel messages and
 /// the boot loader's and virtme's initramfs' chatter) rather than the command's stderr.
 pub fn is_console_line(line: &str) -> bool {
@@ -211,6 +209,12 @@ pub fn utc_stamp(at: SystemTime) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// One of our own report lines (`real-kernel: ...`), among the guest's output on stderr.
+pub(super) fn say(stderr: &mut dyn Write, line: &str) {
+    let _ = writeln!(stderr, "real-kernel: {line}");
+    let _ = stderr.flush();
 }
 
 #[cfg(test)]

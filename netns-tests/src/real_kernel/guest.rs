@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::cli::RunOptions;
-use super::run::NO_STATUS;
+use super::report::NO_STATUS;
 use super::GUEST_ENV;
 
 /// Single-quotes a word for the guest's /bin/sh (dash).

@@ -1,7 +1,8 @@
 //! How a run ended: what the guest reported about the command, how virtme-ng ended, and the exit
 //! status `run` makes of both.
 
-use super::run::NO_STATUS;
+/// The exit status when the guest reported none for the command.
+pub const NO_STATUS: i32 = 125;
 
 /// What the guest wrote to the shared directory about the command.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

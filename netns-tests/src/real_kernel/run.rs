@@ -20,7 +20,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use wait_timeout::ChildExt;
 
-use super::console::{copy_streaming, keep_console, split_console};
+use super::console::{copy_streaming, keep_console, say, split_console};
 use super::exec::{is_executable, on_path};
 use super::setup::{is_our_guest_init, virtme_guest_bin};
 use super::{cache_dir, repo_root, require_root, Context, Error, Result, TMPFS_IN_GUEST};
@@ -29,10 +29,7 @@ use super::{cache_dir, repo_root, require_root, Context, Error, Result, TMPFS_IN
 pub use super::cli::{resolve_env, RunOptions};
 pub use super::console::{console_excerpt, is_console_line, utc_stamp};
 pub use super::guest::{guest_script, shquote, vng_args};
-pub use super::report::{outcome, GuestReport, VngEnd};
-
-/// The exit status when the guest reported none for the command.
-pub const NO_STATUS: i32 = 125;
+pub use super::report::{outcome, GuestReport, VngEnd, NO_STATUS};
 
 /// Boots the guest and runs `options.command` in it; the command's stdout goes to `stdout`, its
 /// stderr and our own report lines (`real-kernel: ...`) to `stderr`. Returns the exit status.
@@ -167,11 +164,6 @@ pub fn run(
         say(stderr, &format!("exit status {status}"));
     }
     Ok(status)
-}
-
-pub(super) fn say(stderr: &mut dyn Write, line: &str) {
-    let _ = writeln!(stderr, "real-kernel: {line}");
-    let _ = stderr.flush();
 }
 
 /// The installed kernel image and its ABI, after checking that setup is complete.
