@@ -1,20 +1,32 @@
-//! The HTTP endpoint of a long-running process, for probes and Prometheus: GET and HEAD of a few
-//! fixed paths, each answered with a text body. One request per connection and a bounded header
-//! read: the kubelet and Prometheus need no more, and a client that stalls holds nothing. The
-//! operator (`/healthz`, `/readyz`, `/metrics`) and the node agent (`/metrics`) serve theirs
-//! with it.
+//! The HTTPS endpoint of a long-running process, for probes and Prometheus: GET and HEAD of a
+//! few fixed paths, each answered with a text body. `/metrics` is served only to a caller whose
+//! bearer token the API server authenticates (TokenReview) and allows to `get` the
+//! non-resource URL `/metrics` (SubjectAccessReview), as the API server's and the kubelet's own
+//! metrics are; the probes' paths to anyone. The operator (`/healthz`, `/readyz`, `/metrics`),
+//! the node agent and KubeMacPool's manager (`/metrics`) serve theirs with it.
+//!
+//! - `serve`: the server, its limits and timeouts;
+//! - `review`: the token's TokenReview and SubjectAccessReview; `cache`: their verdicts, kept
+//!   briefly, keyed by the token's digest;
+//! - `tls`: the self-signed certificate of a process that has no other;
+//! - `client`: a pinning HTTPS client, for tests of what a process serves.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use http::StatusCode;
+
+pub mod cache;
+pub mod client;
+#[cfg(test)]
+mod fake_api;
+pub mod review;
+pub mod serve;
+pub mod tls;
+
+pub use review::{Authorizer, METRICS_PATH};
+pub use serve::serve;
+pub use tls::{self_signed, SelfSigned, TlsError};
+pub use tokio_rustls::rustls::ServerConfig;
 
 /// Prometheus' text exposition format.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -61,53 +73,6 @@ pub fn parse_address(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an address (e.g. :8080 or 127.0.0.1:8080)"))
 }
 
-/// Serves `answer` (a path's reply) on `listener` until the task is dropped.
-pub async fn serve<F>(listener: TcpListener, answer: F)
-where
-    F: Fn(&str) -> Reply + Clone + Send + Sync + 'static,
-{
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "accepting a connection failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let answer = answer.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let reply = if request.method() == Method::GET || request.method() == Method::HEAD {
-                    answer(request.uri().path())
-                } else {
-                    Reply::text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n")
-                };
-                async move { Ok::<_, Infallible>(response(reply)) }
-            });
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(%peer, error = %e, "probe or metrics connection failed");
-            }
-        });
-    }
-}
-
-fn response(reply: Reply) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(reply.body)));
-    *r.status_mut() = reply.status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static(reply.content_type),
-    );
-    r
-}
-
 /// The names of the samples in Prometheus text `text` that no `# TYPE` line declared before them:
 /// none in a well-formed exposition.
 pub fn undeclared_samples(text: &str) -> Vec<String> {
@@ -126,45 +91,9 @@ pub fn undeclared_samples(text: &str) -> Vec<String> {
     undeclared
 }
 
-/// `GET path` on `address`: the status code and the body. For tests of what a process serves.
-pub async fn get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((code, body))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn paths_are_answered_and_other_methods_refused() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let address = listener.local_addr().expect("address");
-        let server = tokio::spawn(serve(listener, |path: &str| match path {
-            "/metrics" => Reply::metrics("up 1\n".to_string()),
-            _ => Reply::not_found(),
-        }));
-        assert_eq!(
-            get(address, "/metrics").await.expect("get"),
-            (200, "up 1\n".to_string())
-        );
-        assert_eq!(get(address, "/other").await.expect("get").0, 404);
-        server.abort();
-    }
 
     #[test]
     fn samples_must_follow_their_type() {
