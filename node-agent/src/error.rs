@@ -1,4 +1,4 @@
-//! The installer's error: what was being done, with the error that stopped it as its source.
+//! The node agent's error: what was being done, with the error that stopped it as its source.
 //! `main` prints the whole chain, outermost first, on one line
 //! ("installing bridge: creating /opt/cni/bin/.bridge.cni-installer.tmp: No space left on
 //! device (os error 28)") and exits non-zero.
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// What the installer shares with the nmstate handler: a file system call on a path
+    /// What the node agent shares with the nmstate handler: a file system call on a path
     /// ([`Error::io`]), a system call, an API request ([`Error::kube`]), netlink, a fact that
     /// stops the command ([`Error::msg`]). Its text is the shared error's own.
     #[error(transparent)]

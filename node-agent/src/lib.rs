@@ -22,9 +22,6 @@ pub mod verify;
 
 pub use error::{Context, Error, Result};
 
-/// The pieces the installer shares with kubernetes-nmstate's handler, under their old paths.
-pub use agent_runtime::{link_events, lock, runtime};
-
 #[cfg(test)]
 mod tests {
     use std::io;

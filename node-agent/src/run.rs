@@ -22,11 +22,11 @@ use crate::cli::{GcLoop, MarkOptions, RunOptions};
 use crate::error::{Error, Result};
 use crate::gc::round;
 use crate::install;
-use crate::link_events::{next_change, LinkWatch};
 use crate::marker::Published;
 use crate::metrics::Metrics;
 use crate::node::NodeStatus;
-use crate::runtime::{api_client, catch, current_thread_runtime, stop_signal};
+use agent_runtime::link_events::{next_change, LinkWatch};
+use agent_runtime::runtime::{api_client, catch, current_thread_runtime, stop_signal};
 
 /// The node is read again at least this often, to undo what others changed (as upstream).
 const RESYNC: Duration = Duration::from_secs(10 * 60);
@@ -81,11 +81,17 @@ async fn serve(opts: &RunOptions) -> Result<()> {
                 action: "listening for the metrics",
                 source,
             })?;
-        info!("serving the collection's metrics at http://{address}/metrics");
+        let tls = http_endpoint::self_signed(&http_endpoint::tls::local_names())
+            .map_err(|e| agent_runtime::Error::Message(e.to_string()))?;
+        info!("serving the collection's metrics at https://{address}/metrics, to tokens allowed to get /metrics");
         let metrics = Arc::clone(&metrics);
-        tokio::spawn(http_endpoint::serve(listener, move |path: &str| {
-            metrics.answer(path)
-        }));
+        let authorizer = Arc::new(http_endpoint::Authorizer::new(client.clone()));
+        tokio::spawn(http_endpoint::serve(
+            listener,
+            tls.config,
+            authorizer,
+            move |path: &str| metrics.answer(path),
+        ));
     }
     let collecting = async {
         match &opts.gc {

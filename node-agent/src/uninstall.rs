@@ -12,8 +12,8 @@ use tracing::{info, info_span};
 use crate::atomic;
 use crate::error::{Error, Result};
 use crate::install::{check_name, inspect, Existing};
-use crate::lock::DirLock;
 use crate::record::{self, Record};
+use agent_runtime::lock::DirLock;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {

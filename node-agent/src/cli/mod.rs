@@ -219,7 +219,8 @@ struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     gc_interval: Option<Duration>,
     /// With --gc-interval: serve the collection's metrics at /metrics on ADDR (:PORT or
-    /// IP:PORT)
+    /// IP:PORT), over HTTPS with a self-signed certificate, to bearer tokens allowed to `get`
+    /// the non-resource URL /metrics
     #[arg(long, value_name = "ADDR", value_parser = http_endpoint::parse_address)]
     metrics_address: Option<std::net::SocketAddr>,
     #[command(flatten)]

@@ -49,18 +49,14 @@ pub(super) fn parse_plugins(s: &str) -> Result<PluginList> {
     Ok(PluginList(plugins))
 }
 
-/// `500ms`, `30s`, `5m`, `1h`, or a number of seconds; more than zero.
+/// A Go duration (`500ms`, `30s`, `5m`, `1h30m`, as the operator writes them), or a number of
+/// seconds; more than zero.
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let bad = || Error::msg("expected e.g. 500ms, 30s, 5m, 1h");
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
-        "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
-        _ => return Err(bad()),
+    let d = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_secs(s.parse().map_err(|_| bad())?)
+    } else {
+        net_types::parse_go_duration(s).map_err(|e| Error::msg(e.to_string()))?
     };
     if d.is_zero() {
         return Err(bad());
@@ -84,7 +80,15 @@ mod tests {
         assert_eq!(parse_duration("30").ok(), Some(Duration::from_secs(30)));
         assert_eq!(parse_duration("5m").ok(), Some(Duration::from_secs(300)));
         assert_eq!(parse_duration("1h").ok(), Some(Duration::from_secs(3600)));
-        for bad in ["", "s", "1.5s", "-1s", "10d", "0", "0ms"] {
+        assert_eq!(
+            parse_duration("1.5s").ok(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_duration("1h30m").ok(),
+            Some(Duration::from_secs(5400))
+        );
+        for bad in ["", "s", "-1s", "10d", "0", "0ms", "-0"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -108,8 +108,8 @@ impl Report {
 
 /// `node-agent gc`: one round, then the report.
 pub fn collect_once(opts: &Options) -> Result<Report> {
-    crate::runtime::current_thread_runtime()?.block_on(async {
-        let client = crate::runtime::api_client().await?;
+    agent_runtime::runtime::current_thread_runtime()?.block_on(async {
+        let client = agent_runtime::runtime::api_client().await?;
         let report = collect_garbage(&client, opts, &mut Patience::new(PATIENCE)).await?;
         report.log();
         Ok(report)

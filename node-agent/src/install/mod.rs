@@ -30,9 +30,9 @@ use tracing::info_span;
 use crate::atomic::{self, Temp};
 use crate::digest::{self, short};
 use crate::error::{Context, Error, Result};
-use crate::lock::DirLock;
 use crate::record::{Record, MODE};
 use crate::verify;
+use agent_runtime::lock::DirLock;
 
 pub use decision::{decide, inspect, Decision, Existing};
 pub use plugins::{check_name, Plugin};
