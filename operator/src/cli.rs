@@ -173,12 +173,17 @@ fn run(settings: Settings, address: SocketAddr) -> Result<()> {
         .context("start the runtime")?;
     runtime.block_on(async {
         let state = std::sync::Arc::new(metrics::State::default());
-        let listener = metrics::bind(address).await?;
-        tracing::info!(%address, "serving /healthz, /readyz and /metrics");
-        tokio::spawn(metrics::serve(listener, state.clone()));
         let client = kube::Client::try_default()
             .await
             .context("connect to the API server")?;
+        let listener = metrics::bind(address).await?;
+        tracing::info!(%address, "serving /healthz, /readyz and /metrics over HTTPS");
+        tokio::spawn(metrics::serve(
+            listener,
+            metrics::self_signed_tls()?,
+            client.clone(),
+            state.clone(),
+        ));
         tokio::spawn(reconcile::mark_ready_when_readable(
             kube::Api::all(client.clone()),
             state.clone(),

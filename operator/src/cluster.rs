@@ -20,9 +20,7 @@ use kube::{Api, Client};
 
 use crate::error::{Context, Error, Result};
 use crate::labels::{self, UPSTREAM_MANAGED_BY_VALUE};
-use crate::render::nmstate::names::{
-    DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD,
-};
+use crate::nmstate_names::{DAEMON_SET as NMSTATE_HANDLER, POLICY_CRD as NMSTATE_POLICY_CRD};
 
 /// CRDs whose presence means cert-manager serves Certificates and Issuers.
 pub const CERT_MANAGER_CRDS: [&str; 2] =

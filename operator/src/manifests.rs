@@ -26,14 +26,12 @@ use crate::cluster::ClusterInfo;
 use crate::defaults::fill_defaults;
 use crate::error::{Context, Result};
 use crate::labels;
+use crate::metrics::METRICS_PORT;
 use crate::render::{render, RENDERED_KINDS};
 use crate::settings::{EnvValue, Settings};
 use crate::spec::NetworkAddonsConfigSpec;
 
 pub const OPERATOR_NAME: &str = "network-addons-operator";
-
-/// The port of the operator's `/healthz`, `/readyz` and `/metrics`, named `metrics`.
-pub const METRICS_PORT: i32 = 8080;
 
 /// The example CR: the upstream README's full example, every component it names.
 pub const EXAMPLE_CR: &str = "\
@@ -237,6 +235,13 @@ fn cluster_role(settings: &Settings) -> Result<ClusterRole> {
             &["events"],
             &["create", "patch", "update"],
         ),
+        // Its /metrics is answered to a token the API server authenticates and authorizes.
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
         // A rollout waiting only for nodes that are down is not hung.
         rule(&[""], &["nodes"], &["get", "list"]),
         // A kubernetes-nmstate handler installed otherwise, in whatever namespace.
@@ -399,7 +404,8 @@ fn deployment(settings: &Settings) -> Deployment {
         http_get: Some(HTTPGetAction {
             path: Some(path.to_string()),
             port: IntOrString::String("metrics".to_string()),
-            scheme: Some("HTTP".to_string()),
+            // The probes share the metrics port, HTTPS (self-signed; the kubelet does not verify).
+            scheme: Some("HTTPS".to_string()),
             ..HTTPGetAction::default()
         }),
         period_seconds: Some(period),

@@ -1,8 +1,12 @@
-//! The operator's HTTP endpoint, on one port (`--metrics-bind-address`, default `:8080`):
+//! The operator's HTTPS endpoint, on one port (`--metrics-bind-address`, default `:8080`), with a
+//! self-signed certificate made at start:
 //! - `/healthz`: liveness, 200 while the process serves requests;
 //! - `/readyz`: readiness, 200 once the operator reads NetworkAddonsConfigs from the API server
 //!   (its first list succeeded, or a reconcile ran), 503 before;
-//! - `/metrics`: Prometheus text format, with the upstream operator's names where it has one:
+//! - `/metrics`, only to a bearer token allowed to `get` the non-resource URL `/metrics` (401
+//!   without a valid token, 403 without the permission; the ClusterRole
+//!   `cluster-network-addons-operator-metrics-reader` grants it): Prometheus text format, with
+//!   the upstream operator's names where it has one:
 //!   `kubevirt_cnao_operator_up`, `kubevirt_cnao_cr_ready`,
 //!   `kubevirt_cnao_cr_kubemacpool_deployed`, and the reconciles by result.
 
@@ -11,13 +15,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use http::StatusCode;
-use http_endpoint::Reply;
+use http_endpoint::{Authorizer, Reply, ServerConfig};
 use tokio::net::TcpListener;
 
 use crate::error::{Context, Error, Result};
 
 /// The default address of the endpoint: every interface (the kubelet probes the pod's IP).
 pub const DEFAULT_ADDRESS: &str = ":8080";
+/// The port of [`DEFAULT_ADDRESS`], which the operator's Deployment names `metrics`.
+pub const METRICS_PORT: i32 = 8080;
 
 /// What the endpoint reports; shared by the controller, which updates it, and the server.
 #[derive(Debug, Default)]
@@ -125,9 +131,26 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener> {
         .with_context(|| format!("listen on {address} for probes and metrics"))
 }
 
-/// Serves the endpoint on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, state: Arc<State>) {
-    http_endpoint::serve(listener, move |path: &str| answer(path, &state)).await
+/// Serves the endpoint on `listener` over TLS with `tls` until the task is dropped; `client`
+/// reviews the tokens of `/metrics` requests.
+pub async fn serve(
+    listener: TcpListener,
+    tls: ServerConfig,
+    client: kube::Client,
+    state: Arc<State>,
+) {
+    let authorizer = Arc::new(Authorizer::new(client));
+    http_endpoint::serve(listener, tls, authorizer, move |path: &str| {
+        answer(path, &state)
+    })
+    .await
+}
+
+/// The endpoint's TLS configuration: a self-signed certificate for the pod's names.
+pub fn self_signed_tls() -> Result<ServerConfig> {
+    let made = http_endpoint::self_signed(&http_endpoint::tls::local_names())
+        .map_err(|e| Error::other(e.to_string()))?;
+    Ok(made.config)
 }
 
 fn answer(path: &str, state: &State) -> Reply {
@@ -146,44 +169,68 @@ fn answer(path: &str, state: &State) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_endpoint::SelfSigned;
 
-    async fn get(address: SocketAddr, path: &str) -> (u16, String) {
-        http_endpoint::get(address, path).await.expect("get")
+    /// A client whose API server never answers: enough for requests that need no review.
+    fn unreviewing_client() -> kube::Client {
+        let (service, _) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<kube::client::Body>,
+        >();
+        kube::Client::new(service, "default")
     }
 
     #[tokio::test]
-    async fn probes_and_metrics_over_http() {
+    async fn probes_are_served_over_https_to_anyone_and_metrics_only_with_a_token() {
         let listener = bind(parse_address("127.0.0.1:0").expect("address"))
             .await
             .expect("bind");
         let address = listener.local_addr().expect("address");
+        let SelfSigned {
+            config,
+            certificate,
+        } = http_endpoint::self_signed(&["localhost".to_string()]).expect("certificate");
         let state = Arc::new(State::default());
-        let server = tokio::spawn(serve(listener, state.clone()));
+        let server = tokio::spawn(serve(listener, config, unreviewing_client(), state.clone()));
+        let get = |path: &'static str| {
+            let certificate = certificate.clone();
+            async move {
+                http_endpoint::client::get(address, &certificate, path, None)
+                    .await
+                    .expect("get")
+                    .0
+            }
+        };
 
-        assert_eq!(get(address, "/healthz").await.0, 200);
-        assert_eq!(get(address, "/readyz").await.0, 503);
-        let (code, body) = get(address, "/metrics").await;
-        assert_eq!(code, 200);
-        assert!(body.contains("\nkubevirt_cnao_operator_up 1\n"), "{body}");
+        assert_eq!(get("/healthz").await, 200);
+        assert_eq!(get("/readyz").await, 503);
+        state.count_reconcile(true);
+        assert_eq!(get("/readyz").await, 200);
+        assert_eq!(get("/metrics").await, 401);
+        assert_eq!(get("/other").await, 404);
+        server.abort();
+    }
+
+    #[test]
+    fn metrics_report_the_leaders_view_of_the_config() {
+        let state = State::default();
+        let body = |state: &State| answer("/metrics", state).body;
+        assert!(body(&state).contains("\nkubevirt_cnao_operator_up 1\n"));
         // not leading yet: the config is the leader's to report
-        assert!(!body.contains("kubevirt_cnao_cr_ready"), "{body}");
+        assert!(!body(&state).contains("kubevirt_cnao_cr_ready"));
         state.set_leading();
-        let (_, body) = get(address, "/metrics").await;
-        assert!(body.contains("\nkubevirt_cnao_cr_ready 0\n"), "{body}");
+        assert!(body(&state).contains("\nkubevirt_cnao_cr_ready 0\n"));
 
         state.count_reconcile(true);
         state.set_cr_ready(true);
         state.set_kubemacpool_deployed(true);
-        assert_eq!(get(address, "/readyz").await.0, 200);
-        let (_, body) = get(address, "/metrics").await;
-        assert!(body.contains("\nkubevirt_cnao_cr_ready 1\n"), "{body}");
+        let text = body(&state);
+        assert!(text.contains("\nkubevirt_cnao_cr_ready 1\n"), "{text}");
         assert!(
-            body.contains("\nkubevirt_cnao_cr_kubemacpool_deployed 1\n"),
-            "{body}"
+            text.contains("\nkubevirt_cnao_cr_kubemacpool_deployed 1\n"),
+            "{text}"
         );
-        assert!(body.contains("network_addons_operator_reconcile_total{result=\"success\"} 1\n"));
-        assert_eq!(get(address, "/other").await.0, 404);
-        server.abort();
+        assert!(text.contains("network_addons_operator_reconcile_total{result=\"success\"} 1\n"));
     }
 
     #[test]

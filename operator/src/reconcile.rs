@@ -2,7 +2,7 @@
 //! the desired state ([`crate::desired`]: validate, defaults from the previous spec, render),
 //! converge the cluster to it writing only what differs ([`crate::converge`]), the rollouts'
 //! progress ([`crate::progress`]), and publish what was found: the status, metrics and events
-//! ([`crate::status::publish`]).
+//! ([`crate::publish`]).
 //!
 //! A failure to validate, read the previous spec, render, apply or delete is reported as
 //! Degraded with its reason (and a Warning event when that is news), and the reconcile is
@@ -37,9 +37,9 @@ use crate::events;
 use crate::labels;
 use crate::metrics;
 use crate::progress::progress;
+use crate::publish::{publish, Found};
 use crate::settings::Settings;
 use crate::spec::{NetworkAddonsConfig, CONFIG_NAME};
-use crate::status::{publish, Found};
 
 /// Reconciled this often even when nothing changed: undoes drift.
 pub const RESYNC: Duration = Duration::from_secs(60);

@@ -8,7 +8,7 @@
 use std::env;
 use std::time::Duration;
 
-use crate::duration::{format_duration, parse_go_duration};
+use net_types::{format_go_duration, parse_go_duration};
 
 pub const DEFAULT_NAMESPACE: &str = "cluster-network-addons";
 pub const DEFAULT_CNI_BIN_DIR: &str = "/opt/cni/bin";
@@ -45,7 +45,7 @@ pub struct Settings {
     /// `MULTUS_IMAGE`: upstream multus (thick plugin).
     pub multus_image: String,
     /// `KUBEMACPOOL_IMAGE`: empty (the default) runs our allocator, `/kubemacpool` of the
-    /// plugins image; an image (upstream's is [`crate::render::images::KUBEMACPOOL`]) runs
+    /// plugins image; an image (upstream's is [`crate::images::KUBEMACPOOL`]) runs
     /// upstream KubeMacPool from it.
     pub kubemacpool_image: String,
     /// `MACVTAP_CNI_IMAGE`: upstream macvtap-cni, for its device plugin.
@@ -223,14 +223,13 @@ impl Settings {
     }
 
     fn with_upstream_image_defaults(mut self) -> Settings {
-        self.multus_image = crate::render::images::MULTUS.to_string();
-        self.macvtap_cni_image = crate::render::images::MACVTAP_CNI.to_string();
+        self.multus_image = crate::images::MULTUS.to_string();
+        self.macvtap_cni_image = crate::images::MACVTAP_CNI.to_string();
         self.multus_dynamic_networks_image =
-            crate::render::images::MULTUS_DYNAMIC_NETWORKS_CONTROLLER.to_string();
-        self.kube_secondary_dns_image = crate::render::images::KUBE_SECONDARY_DNS.to_string();
-        self.core_dns_image = crate::render::images::CORE_DNS.to_string();
-        self.kubevirt_ipam_controller_image =
-            crate::render::images::KUBEVIRT_IPAM_CONTROLLER.to_string();
+            crate::images::MULTUS_DYNAMIC_NETWORKS_CONTROLLER.to_string();
+        self.kube_secondary_dns_image = crate::images::KUBE_SECONDARY_DNS.to_string();
+        self.core_dns_image = crate::images::CORE_DNS.to_string();
+        self.kubevirt_ipam_controller_image = crate::images::KUBEVIRT_IPAM_CONTROLLER.to_string();
         self
     }
 
@@ -271,7 +270,7 @@ impl Settings {
             ("CRI_SOCKET", literal(&self.cri_socket)),
             (
                 "GC_INTERVAL",
-                EnvValue::Literal(format_duration(self.gc_interval)),
+                EnvValue::Literal(format_go_duration(self.gc_interval)),
             ),
             (
                 "GC_METRICS_PORT",
@@ -283,11 +282,11 @@ impl Settings {
             ),
             (
                 "PROGRESS_TIMEOUT",
-                EnvValue::Literal(format_duration(self.progress_timeout)),
+                EnvValue::Literal(format_go_duration(self.progress_timeout)),
             ),
             (
                 "NMSTATE_PROBE_TIMEOUT",
-                EnvValue::Literal(format_duration(self.nmstate_probe_timeout)),
+                EnvValue::Literal(format_go_duration(self.nmstate_probe_timeout)),
             ),
         ]
     }

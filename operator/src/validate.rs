@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use net_types::MacAddr;
 
-use crate::duration::parse_go_duration;
 use crate::spec::{KubeMacPool, NetworkAddonsConfigSpec, SelfSignConfiguration};
+use net_types::parse_go_duration;
 
 pub const PULL_POLICIES: [&str; 3] = ["Always", "Never", "IfNotPresent"];
 

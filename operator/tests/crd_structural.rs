@@ -312,8 +312,8 @@ fn the_tls_profile_type_is_still_an_enum_of_the_four_profiles() {
 /// refuses the reconciler refuses too, and what the reconciler accepts the pattern lets in.
 #[test]
 fn the_admission_patterns_agree_with_the_reconcilers_parsers() {
+    use net_types::parse_go_duration;
     use network_addons_operator::crd::{DURATION_PATTERN, MAC_PATTERN};
-    use network_addons_operator::duration::parse_go_duration;
     let mac = regex::Regex::new(MAC_PATTERN).unwrap();
     for s in [
         "02:00:00:00:00:00",

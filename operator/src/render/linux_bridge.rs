@@ -3,7 +3,7 @@
 //! for a bridge land on nodes that have it.
 //!
 //! Upstream runs two DaemonSets (a shell script copying the reference plugins, and a separate
-//! bridge-marker image); here one DaemonSet of our installer image does both. The names of the
+//! bridge-marker image); here one DaemonSet of our plugins image does both. The names of the
 //! DaemonSet, its selector, service account and RBAC are upstream's, so objects upstream created
 //! are taken over in place.
 

@@ -1,16 +1,24 @@
 //! The operator's metrics, for Prometheus: the Service in front of `/metrics` (the upstream
 //! operator's name, selecting pods labelled `prometheus.cnao.io: "true"`, which the operator's
-//! own are), and, where the Prometheus operator's CRDs are served, the upstream operator's
-//! ServiceMonitor, PrometheusRule (its recording rules and alerts) and the Role that lets the
-//! monitoring stack's service account discover the endpoints.
+//! own and the node agents serving metrics are), the ClusterRole that lets a reader `get`
+//! `/metrics` and its binding to the monitoring stack's service account, and, where the
+//! Prometheus operator's CRDs are served, the upstream operator's ServiceMonitor,
+//! PrometheusRule (its recording rules and alerts) and the Role that lets the monitoring
+//! stack's service account discover the endpoints.
 //!
-//! Differences from upstream: the endpoint is plain HTTP on the `metrics` port (upstream serves
-//! HTTPS with token authentication); the operator pods' name prefix in the `up` rules is ours;
+//! Every `/metrics` the components serve (the operator's, the node agents', KubeMacPool's) is
+//! HTTPS and answered only to a bearer token allowed to `get` the non-resource URL `/metrics`:
+//! the ServiceMonitors send the scraper's ServiceAccount token, and [`METRICS_READER`] is what
+//! allows it. Another reader is let in by binding that ClusterRole to its account.
+//!
+//! Differences from upstream: the operator pods' name prefix in the `up` rules is ours;
 //! `kubevirt_cnao_operator_up` is exported by the operator itself, so only its
 //! `cluster:...:sum` form is a recording rule.
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{json, Value};
@@ -25,11 +33,19 @@ pub const SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
 pub const SERVICE_MONITOR: &str = "service-monitor-cluster-network-addons-operator";
 pub const PROMETHEUS_RULE: &str = "prometheus-rules-cluster-network-addons-operator";
 pub const MONITORING_ROLE: &str = "cluster-network-addons-operator-monitoring";
+/// The ClusterRole granting `get` on `/metrics`, and its binding to the monitoring account.
+pub const METRICS_READER: &str = "cluster-network-addons-operator-metrics-reader";
+/// Where the scraper finds its own ServiceAccount token (the ServiceMonitors' bearerTokenFile).
+pub const SCRAPER_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 /// The name prefix of the operator's pods (its Deployment's name).
 const OPERATOR_POD_PREFIX: &str = "network-addons-operator-";
 
 pub fn render(ctx: &Ctx) -> Result<Vec<Rendered>> {
-    let mut out = vec![common::to_rendered(None, &service(ctx))?];
+    let mut out = vec![
+        common::to_rendered(None, &service(ctx))?,
+        common::to_rendered(None, &metrics_reader(ctx))?,
+        common::to_rendered(None, &metrics_reader_binding(ctx))?,
+    ];
     if ctx.cluster.monitoring {
         out.extend([
             common::to_rendered(None, &discovery_role(ctx, MONITORING_ROLE, None))?,
@@ -51,7 +67,7 @@ fn service(ctx: &Ctx) -> Service {
         spec: Some(ServiceSpec {
             ports: Some(vec![ServicePort {
                 name: Some("metrics".to_string()),
-                port: crate::manifests::METRICS_PORT,
+                port: crate::metrics::METRICS_PORT,
                 protocol: Some("TCP".to_string()),
                 target_port: Some(IntOrString::String("metrics".to_string())),
                 ..ServicePort::default()
@@ -76,6 +92,42 @@ pub fn discovery_role(ctx: &Ctx, name: &str, component: Option<Component>) -> Ro
     }
 }
 
+/// `get` on `/metrics`: what every metrics endpoint of the components asks of a reader.
+fn metrics_reader(ctx: &Ctx) -> ClusterRole {
+    ClusterRole {
+        metadata: common::cluster_meta(ctx, METRICS_READER, None),
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec![http_endpoint::METRICS_PATH.to_string()]),
+            verbs: vec!["get".to_string()],
+            ..PolicyRule::default()
+        }]),
+        aggregation_rule: None,
+    }
+}
+
+fn metrics_reader_binding(ctx: &Ctx) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: common::cluster_meta(ctx, METRICS_READER, None),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: METRICS_READER.to_string(),
+        },
+        subjects: Some(vec![monitoring_subject(ctx)]),
+    }
+}
+
+/// The monitoring stack's service account (the `MONITORING_NAMESPACE` and
+/// `MONITORING_SERVICE_ACCOUNT` settings).
+fn monitoring_subject(ctx: &Ctx) -> Subject {
+    Subject {
+        api_group: None,
+        kind: "ServiceAccount".to_string(),
+        name: ctx.settings.monitoring_service_account.clone(),
+        namespace: Some(ctx.settings.monitoring_namespace.clone()),
+    }
+}
+
 /// Binds [`discovery_role`] `name` to the monitoring stack's service account.
 pub fn discovery_role_binding(ctx: &Ctx, name: &str, component: Option<Component>) -> RoleBinding {
     RoleBinding {
@@ -85,12 +137,7 @@ pub fn discovery_role_binding(ctx: &Ctx, name: &str, component: Option<Component
             kind: "Role".to_string(),
             name: name.to_string(),
         },
-        subjects: Some(vec![Subject {
-            api_group: None,
-            kind: "ServiceAccount".to_string(),
-            name: ctx.settings.monitoring_service_account.clone(),
-            namespace: Some(ctx.settings.monitoring_namespace.clone()),
-        }]),
+        subjects: Some(vec![monitoring_subject(ctx)]),
     }
 }
 
@@ -114,8 +161,20 @@ fn service_monitor(ctx: &Ctx) -> Value {
         "spec": {
             "selector": {"matchLabels": prometheus_label()},
             "namespaceSelector": {"matchNames": [ctx.settings.namespace]},
-            "endpoints": [{"port": "metrics", "scheme": "http"}],
+            "endpoints": [scraped_with_token()],
         },
+    })
+}
+
+/// A ServiceMonitor endpoint on the `metrics` port over HTTPS with the scraper's token. The
+/// certificates are self-signed (the operator's, the node agents') or the webhook's own CA's
+/// (KubeMacPool's): not verified, as for the kubelet's metrics; the token is what is checked.
+pub fn scraped_with_token() -> Value {
+    json!({
+        "port": "metrics",
+        "scheme": "https",
+        "bearerTokenFile": SCRAPER_TOKEN_FILE,
+        "tlsConfig": {"insecureSkipVerify": true},
     })
 }
 
@@ -230,7 +289,6 @@ mod tests {
     #[test]
     fn the_metrics_service_selects_pods_labelled_for_prometheus() {
         let out = rendered(false);
-        assert_eq!(out.len(), 1);
         assert_eq!(out[0]["metadata"]["name"], SERVICE);
         assert_eq!(
             out[0]["spec"]["selector"],
@@ -247,13 +305,15 @@ mod tests {
             kinds,
             [
                 "Service",
+                "ClusterRole",
+                "ClusterRoleBinding",
                 "Role",
                 "RoleBinding",
                 "ServiceMonitor",
                 "PrometheusRule"
             ]
         );
-        let rules = &out[4]["spec"]["groups"][0]["rules"];
+        let rules = &out[6]["spec"]["groups"][0]["rules"];
         let alerts: Vec<&str> = rules
             .as_array()
             .unwrap()
@@ -273,7 +333,46 @@ mod tests {
             rules[6]["annotations"]["runbook_url"],
             "https://kubevirt.io/monitoring/runbooks/CnaoDown"
         );
-        assert_eq!(out[2]["subjects"][0]["name"], "prometheus-k8s");
-        assert_eq!(out[2]["subjects"][0]["namespace"], "monitoring");
+        assert_eq!(out[4]["subjects"][0]["name"], "prometheus-k8s");
+        assert_eq!(out[4]["subjects"][0]["namespace"], "monitoring");
+    }
+
+    #[test]
+    fn the_metrics_reader_role_grants_get_on_metrics_to_the_monitoring_account_always() {
+        for monitoring in [false, true] {
+            let out = rendered(monitoring);
+            let role = out
+                .iter()
+                .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == METRICS_READER)
+                .unwrap();
+            assert_eq!(
+                role["rules"],
+                json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+            );
+            let binding = out
+                .iter()
+                .find(|o| o["kind"] == "ClusterRoleBinding")
+                .unwrap();
+            assert_eq!(binding["roleRef"]["name"], METRICS_READER);
+            assert_eq!(
+                binding["subjects"],
+                json!([{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}])
+            );
+        }
+    }
+
+    #[test]
+    fn the_monitor_scrapes_over_https_with_the_scrapers_token() {
+        let out = rendered(true);
+        let monitor = out.iter().find(|o| o["kind"] == "ServiceMonitor").unwrap();
+        assert_eq!(
+            monitor["spec"]["endpoints"],
+            json!([{
+                "port": "metrics",
+                "scheme": "https",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "tlsConfig": {"insecureSkipVerify": true},
+            }])
+        );
     }
 }

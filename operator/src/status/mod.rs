@@ -9,7 +9,8 @@
 //!
 //! This file holds the status as a pure function of what was observed; `workloads` the readiness
 //! rules and the diagnosis of what a rollout waits for, `rollouts` the clock of hung rollouts,
-//! `write` the status write, `publish` the end of a reconcile: status, metrics and events.
+//! `write` the status write. [`crate::publish`], the end of a reconcile, writes it with the
+//! metrics and events.
 
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::jiff::Timestamp;
@@ -17,13 +18,11 @@ use serde_json::Value;
 
 use crate::spec::{Condition, ContainerImage, NetworkAddonsConfigStatus, NotDeployed};
 
-mod publish;
 mod reason;
 mod rollouts;
 mod workloads;
 mod write;
 
-pub use publish::{publish, Found};
 pub use reason::Reason;
 pub use rollouts::{Rollout, RolloutTracker};
 pub use workloads::{daemonset_progress, deployment_progress, image_pull_problems, nodes_down};

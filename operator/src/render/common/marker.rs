@@ -1,26 +1,26 @@
-//! The bridge markers: the installer as a long-running container that keeps the plugins in
+//! The bridge markers: the node agent as a long-running container that keeps the plugins in
 //! place, marks the node's bridges and collects what lost DELs left, with its RBAC.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, ExecAction, Probe, VolumeMount};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
-use super::installer::{cni_bin_mount, installer_args};
+use super::install::{cni_bin_mount, node_agent_args};
 use super::{
     cluster_identity, container, field_env, host_path, host_path_volume, mount, plugin_daemon_set,
     privileged, requests, rule, strings, to_rendered, Ctx, Identity, PluginDaemonSet,
 };
-use crate::duration::format_duration;
 use crate::error::Result;
 use crate::labels;
 use crate::render::Rendered;
 use crate::spec::Component;
+use net_types::format_go_duration;
 
 /// The node's `/`, where the agents' garbage collection runs the plugins as the runtime does.
 pub const HOST_ROOT_VOLUME: &str = "host-root";
 pub const HOST_ROOT: &str = "/host";
 
-/// What a marker's long-running installer container does besides keeping the binaries
+/// What a marker's long-running node agent container does besides keeping the binaries
 /// installed.
 pub struct Agent<'a> {
     /// The container's name (upstream's, so the status lists familiar names).
@@ -38,7 +38,7 @@ pub struct Agent<'a> {
 
 /// Everything a bridge marker component renders: its service account, ClusterRole `role` and
 /// binding `binding` ([`marker_rbac`]), then its DaemonSet, whose long-running container is the
-/// installer itself, keeping the plugins installed and marking the node's bridges.
+/// node agent itself, keeping the plugins installed and marking the node's bridges.
 pub fn marker(
     ctx: &Ctx,
     role: &str,
@@ -120,7 +120,7 @@ fn with_garbage_collection(ctx: &Ctx, agent: &mut Container) {
     let command = agent.command.get_or_insert_with(Vec::new);
     command.extend([
         "--gc-interval".to_string(),
-        format_duration(ctx.settings.gc_interval),
+        format_go_duration(ctx.settings.gc_interval),
         "--host-root".to_string(),
         HOST_ROOT.to_string(),
         "--cni-conf-dir".to_string(),
@@ -144,10 +144,10 @@ fn with_garbage_collection(ctx: &Ctx, agent: &mut Container) {
         });
 }
 
-/// The long-running installer container: re-installs when a binary goes missing or changes,
+/// The long-running node agent container: re-installs when a binary goes missing or changes,
 /// marks the node's bridges, and is ready only while every plugin is installed and verified.
 fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
-    let mut command = installer_args(ctx, "run", plugins);
+    let mut command = node_agent_args(ctx, "run", plugins);
     command.extend(strings(&["--replace-foreign", "--mark", agent.mark]));
     command.extend(strings(agent.extra_args));
     let mut mounts = vec![cni_bin_mount(ctx)];
@@ -157,7 +157,7 @@ fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
         env: Some(vec![field_env("NODE_NAME", "spec.nodeName")]),
         readiness_probe: Some(Probe {
             exec: Some(ExecAction {
-                command: Some(installer_args(ctx, "probe", plugins)),
+                command: Some(node_agent_args(ctx, "probe", plugins)),
             }),
             period_seconds: Some(10),
             ..Probe::default()
@@ -171,7 +171,7 @@ fn agent_container(ctx: &Ctx, plugins: &[&str], agent: Agent) -> Container {
 
 /// A marker reads Node objects and writes the bridge resources into their status; collecting
 /// garbage, it lists its node's pods and the NetworkAttachmentDefinitions (which networks its
-/// plugins serve).
+/// plugins serve); serving its metrics, it has the API server review its readers' tokens.
 fn marker_rules(ctx: &Ctx) -> Vec<PolicyRule> {
     let mut rules = vec![
         rule(&[""], &["nodes"], &["get", "list", "watch"]),
@@ -183,6 +183,18 @@ fn marker_rules(ctx: &Ctx) -> Vec<PolicyRule> {
             &["k8s.cni.cncf.io"],
             &["network-attachment-definitions"],
             &["list"],
+        ));
+    }
+    if collects_garbage(ctx) && ctx.settings.gc_metrics_port.is_some() {
+        rules.push(rule(
+            &["authentication.k8s.io"],
+            &["tokenreviews"],
+            &["create"],
+        ));
+        rules.push(rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
         ));
     }
     rules

@@ -1,11 +1,11 @@
 //! What every component's objects share: labels and metadata, placement, small builders for
-//! containers, volumes and RBAC, the operand Namespace, the two containers of our CNI installer
+//! containers, volumes and RBAC, the operand Namespace, the two containers of our node agent
 //! image (an init container that installs, a long-running one that keeps the binaries in place
 //! and marks the node), and the DaemonSet around them.
 //!
 //! Each file is named for what it builds: `context` (what a render reads), `metadata` (labels,
 //! metadata, selectors), `workloads` (pod templates, placement, the DaemonSet), `containers`
-//! (containers, probes, volumes, variables), `rbac`, `service`, `namespace`, `installer` (the
+//! (containers, probes, volumes, variables), `rbac`, `service`, `namespace`, `install` (the
 //! install container and the DaemonSet of our plugins) and `marker` (the bridge markers).
 
 use serde::Serialize;
@@ -16,7 +16,7 @@ use crate::spec::Component;
 
 mod containers;
 mod context;
-mod installer;
+mod install;
 mod marker;
 mod metadata;
 mod namespace;
@@ -29,9 +29,9 @@ pub use containers::{
     requests, restricted, strings, value_env,
 };
 pub use context::{host_path, Ctx};
-pub use installer::{
+pub use install::{
     cni_bin_volume, install_container, plugin_daemon_set, PluginDaemonSet, CNI_BIN_VOLUME,
-    INSTALLER, INSTALLER_PLUGINS_DIR,
+    IMAGE_PLUGINS_DIR, NODE_AGENT,
 };
 pub use marker::{marker, Agent, HOST_ROOT, HOST_ROOT_VOLUME};
 pub use metadata::{

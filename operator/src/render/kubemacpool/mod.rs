@@ -4,7 +4,7 @@
 //!
 //! Which allocator runs: ours (`/kubemacpool` in the plugins image, [`ours`]) unless the
 //! operator's `KUBEMACPOOL_IMAGE` names an image, which then runs as upstream's KubeMacPool
-//! ([`upstream`]; [`super::images::KUBEMACPOOL`] is the digest the upstream operator pins).
+//! ([`upstream`]; [`crate::images::KUBEMACPOOL`] is the digest the upstream operator pins).
 //! Either way the objects and names are upstream's, so a cluster switches either way by setting
 //! or clearing that variable, and both read the MACs given out from the pods and VMs:
 //! - the Service `kubemacpool-service`, the ConfigMap `kubemacpool-mac-range-config`
@@ -378,7 +378,7 @@ mod tests {
 
     fn upstream_settings() -> Settings {
         Settings {
-            kubemacpool_image: crate::render::images::KUBEMACPOOL.to_string(),
+            kubemacpool_image: crate::images::KUBEMACPOOL.to_string(),
             ..Settings::defaults()
         }
     }

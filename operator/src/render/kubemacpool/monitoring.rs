@@ -12,14 +12,15 @@ use serde_json::{json, Value};
 use super::{COMPONENT, CONTROLLER_SELECTOR};
 use crate::error::Result;
 use crate::render::common::{self, Ctx};
-use crate::render::monitoring::{discovery_role, discovery_role_binding};
+use crate::render::monitoring::{discovery_role, discovery_role_binding, scraped_with_token};
 use crate::render::Rendered;
 
 pub const METRICS_SERVICE: &str = "kubemacpool-metrics-service";
 pub const SERVICE_MONITOR: &str = "kubemacpool-metrics-monitor";
 pub const PROMETHEUS_RULE: &str = "kubemacpool-prometheus-rule";
 pub const PROMETHEUS_ROLE: &str = "kubemacpool-prometheus";
-/// The managers' metrics port (HTTPS, the webhook's serving certificate).
+/// The managers' metrics port (HTTPS, the webhook's serving certificate; `/metrics` to a token
+/// allowed to `get` it, which the operator's metrics-reader ClusterRole grants).
 pub const METRICS_PORT: i32 = 8443;
 /// The alert upstream's KubeMacPool ships, on its collision gauge.
 pub const COLLISION_ALERT: &str = "KubemacpoolMACCollisionDetected";
@@ -101,13 +102,7 @@ fn service_monitor(ctx: &Ctx) -> Value {
         "spec": {
             "selector": {"matchLabels": common::string_map(&[PROMETHEUS_LABEL])},
             "namespaceSelector": {"matchNames": [ctx.settings.namespace]},
-            "endpoints": [{
-                "port": "metrics",
-                "scheme": "https",
-                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                // The certificate is the webhook's, from its own CA.
-                "tlsConfig": {"insecureSkipVerify": true},
-            }],
+            "endpoints": [scraped_with_token()],
         },
     })
 }

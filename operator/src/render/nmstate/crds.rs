@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::names::{ENACTMENT_CRD, GROUP, POLICY_CRD, STATE_CRD};
+use crate::nmstate_names::{ENACTMENT_CRD, GROUP, POLICY_CRD, STATE_CRD};
 use crate::render::common::{self, Ctx};
 use crate::spec::Component;
 

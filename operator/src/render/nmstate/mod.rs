@@ -20,19 +20,18 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
-use super::common::{self, Ctx, Identity, INSTALLER};
+use super::common::{self, Ctx, Identity, NODE_AGENT};
 use super::Rendered;
-use crate::duration::format_duration;
 use crate::error::Result;
 use crate::settings::DEFAULT_NMSTATE_PROBE_TIMEOUT;
 use crate::spec::Component;
+use net_types::format_go_duration;
 
 mod crds;
-pub mod names;
 
+use crate::nmstate_names::{DAEMON_SET, GROUP};
 pub use crds::status_columns;
 use crds::{enactment_crd, policy_crd, state_crd};
-use names::{DAEMON_SET, GROUP};
 
 pub const SERVICE_ACCOUNT: &str = "nmstate-handler";
 pub const CLUSTER_ROLE: &str = "nmstate-handler";
@@ -160,18 +159,18 @@ fn daemon_set(ctx: &Ctx) -> k8s_openapi::api::apps::v1::DaemonSet {
 
 fn handler_container(ctx: &Ctx) -> Container {
     Container {
-        command: Some(common::strings(&[INSTALLER, "nmstate"])),
+        command: Some(common::strings(&[NODE_AGENT, "nmstate"])),
         // The handler's own default is upstream's; only another value is rendered.
         args: (ctx.settings.nmstate_probe_timeout != DEFAULT_NMSTATE_PROBE_TIMEOUT).then(|| {
             vec![
                 "--probe-timeout".to_string(),
-                format_duration(ctx.settings.nmstate_probe_timeout),
+                format_go_duration(ctx.settings.nmstate_probe_timeout),
             ]
         }),
         env: Some(vec![common::field_env("NODE_NAME", "spec.nodeName")]),
         readiness_probe: Some(Probe {
             exec: Some(ExecAction {
-                command: Some(common::strings(&[INSTALLER, "nmstate-ready"])),
+                command: Some(common::strings(&[NODE_AGENT, "nmstate-ready"])),
             }),
             period_seconds: Some(10),
             ..Probe::default()
@@ -190,9 +189,9 @@ fn handler_container(ctx: &Ctx) -> Container {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::names::{ENACTMENT_CRD, POLICY_CRD, STATE_CRD};
     use super::*;
     use crate::cluster::ClusterInfo;
+    use crate::nmstate_names::{ENACTMENT_CRD, POLICY_CRD, STATE_CRD};
     use crate::settings::Settings;
     use crate::spec::{NMState, NetworkAddonsConfigSpec};
     use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! The init container of our CNI installer image, which puts the plugins into the host's CNI
+//! The init container of our plugins image, which puts the plugins into the host's CNI
 //! directory, and the DaemonSet that runs it before a component's node agent.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -9,13 +9,13 @@ use crate::spec::Component;
 
 /// Where the image keeps the node agent and the plugins it installs. (The image also has the
 /// agent as `/cni-installer`, the name the previous release rendered, for one release.)
-pub const INSTALLER: &str = "/node-agent";
-pub const INSTALLER_PLUGINS_DIR: &str = "/plugins";
+pub const NODE_AGENT: &str = "/node-agent";
+pub const IMAGE_PLUGINS_DIR: &str = "/plugins";
 
 /// The host's CNI binary directory, as a volume and where containers see it.
 pub const CNI_BIN_VOLUME: &str = "cnibin";
 
-/// The host's CNI binary directory, mounted at the same `/host<dir>` in every installer
+/// The host's CNI binary directory, mounted at the same `/host<dir>` in every node agent
 /// container.
 pub fn cni_bin_volume(ctx: &Ctx) -> Volume {
     host_path_volume(CNI_BIN_VOLUME, &ctx.cni_bin_dir)
@@ -25,11 +25,11 @@ pub(super) fn cni_bin_mount(ctx: &Ctx) -> VolumeMount {
     mount(CNI_BIN_VOLUME, &ctx.host_bin_dir())
 }
 
-/// `--from /plugins --to /host<bin> --plugins a,b`: what every installer command starts with.
-pub(super) fn installer_args(ctx: &Ctx, verb: &str, plugins: &[&str]) -> Vec<String> {
-    let mut args = vec![INSTALLER.to_string(), verb.to_string()];
+/// `--from /plugins --to /host<bin> --plugins a,b`: what every node agent command starts with.
+pub(super) fn node_agent_args(ctx: &Ctx, verb: &str, plugins: &[&str]) -> Vec<String> {
+    let mut args = vec![NODE_AGENT.to_string(), verb.to_string()];
     if verb != "probe" {
-        args.extend(strings(&["--from", INSTALLER_PLUGINS_DIR]));
+        args.extend(strings(&["--from", IMAGE_PLUGINS_DIR]));
     }
     args.extend([
         "--to".to_string(),
@@ -43,7 +43,7 @@ pub(super) fn installer_args(ctx: &Ctx, verb: &str, plugins: &[&str]) -> Vec<Str
 /// Init container `install`: puts `plugins` into the host's CNI directory (atomically, and
 /// replacing binaries another installer put there), so the pod only starts once they are in.
 pub fn install_container(ctx: &Ctx, plugins: &[&str]) -> Container {
-    let mut command = installer_args(ctx, "install", plugins);
+    let mut command = node_agent_args(ctx, "install", plugins);
     command.push("--replace-foreign".to_string());
     Container {
         command: Some(command),

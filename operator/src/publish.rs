@@ -7,14 +7,16 @@
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 
-use super::{containers, degraded_anew, is_true, next_status, write, Health, Report, Rollout};
-use super::{Reason, AVAILABLE, PROGRESSING};
 use crate::context::Ctx;
 use crate::desired::{Desired, Failure};
 use crate::error::Result;
 use crate::events;
 use crate::progress::{component_health, Progress};
 use crate::spec::{NetworkAddonsConfig, NetworkAddonsConfigStatus};
+use crate::status::{
+    containers, degraded_anew, is_true, next_status, write, Health, Reason, Report, Rollout,
+    AVAILABLE, PROGRESSING,
+};
 
 /// What a reconcile found.
 pub enum Found<'a> {
