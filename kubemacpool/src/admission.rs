@@ -5,6 +5,10 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+/// A refusal, with the message the API server shows the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial(pub String);
+
 /// The API server sends at most 3 MiB of object, twice for an UPDATE (object and oldObject).
 /// A body past this is answered 413, which the API server reports as the webhook failing.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;

@@ -47,7 +47,8 @@ pub struct ManagerArgs {
     /// The webhook's port (HTTPS).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// The metrics port (HTTPS).
+    /// The metrics port (HTTPS): /metrics, to a bearer token allowed to `get` the non-resource
+    /// URL /metrics.
     #[arg(long, default_value_t = 8443)]
     pub metrics_port: u16,
 }

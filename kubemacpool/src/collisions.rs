@@ -12,24 +12,27 @@
 //! Only users in namespaces KubeMacPool manages for their kind count ([`OptMode`], from the live
 //! webhook configuration), as upstream counts them.
 //!
-//! Every replica serves the gauge; events come from one, the replica whose allocator identity
-//! sorts first among the live ones, so an object gets one event per collision. An event's name
+//! The gauge and the events come from one replica, the reporter: the one whose allocator
+//! identity sorts first among the live ones. So an object gets one event per collision, and a
+//! sum or count over the gauge counts each collision once, however many replicas run (during a
+//! failover, for up to one check of the reporter, a query may see it twice or not at all). The
+//! other replicas serve the gauge's HELP and TYPE without samples. An event's name
 //! is made from the collision it reports ([`event_name`]), so a replica that becomes the
 //! reporter after a failover, and reports again what its peer already reported, is answered
 //! "already exists" instead of adding a second event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use k8s_openapi::jiff::Timestamp;
-use kube::api::PostParams;
-use kube::{Api, Client};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Client;
 use net_types::MacAddr;
 use tracing::{debug, warn};
 
+use crate::events::{self, EventName};
 use crate::opt_mode::{Managed, OptMode};
 use crate::pod::{self, NETWORKS, NETWORK_STATUS};
 
@@ -57,6 +60,8 @@ pub struct Collisions {
     users: Mutex<Users>,
     /// Which namespaces count, for each kind.
     pub opt_mode: OptMode,
+    /// Whether this replica is the reporter, as last checked.
+    reporting: AtomicBool,
 }
 
 /// The migration a VMI takes part in: the UIDs of its `status.migrationState` source and target.
@@ -196,12 +201,24 @@ impl Collisions {
         fresh
     }
 
-    /// The gauge, in Prometheus' text format.
+    /// Makes this replica the reporter, or not.
+    pub fn set_reporting(&self, reporting: bool) {
+        self.reporting.store(reporting, Ordering::Relaxed);
+    }
+
+    pub fn is_reporting(&self) -> bool {
+        self.reporting.load(Ordering::Relaxed)
+    }
+
+    /// The gauge, in Prometheus' text format: its samples only from the reporter.
     pub fn render(&self) -> String {
         let mut out = String::from(
             "# HELP kmp_mac_collisions How many running VMIs and pods use one MAC, while more than one does.\n\
              # TYPE kmp_mac_collisions gauge\n",
         );
+        if !self.is_reporting() {
+            return out;
+        }
         for (mac, users) in self.current() {
             let _ = writeln!(out, "kmp_mac_collisions{{mac=\"{mac}\"}} {}", users.len());
         }
@@ -241,49 +258,31 @@ pub fn event_name(user: &User, message: &str) -> String {
 pub async fn report(client: &Client, mac: &MacAddr, users: &BTreeSet<User>) {
     let text = message(mac, users);
     for user in users {
-        let events: Api<Event> = Api::namespaced(client.clone(), &user.namespace);
-        let now = Time(Timestamp::now());
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(event_name(user, &text)),
-                ..ObjectMeta::default()
-            },
-            involved_object: ObjectReference {
-                api_version: Some(
-                    if user.kind == "vmi" {
-                        "kubevirt.io/v1"
-                    } else {
-                        "v1"
-                    }
-                    .to_string(),
-                ),
-                kind: Some(
-                    if user.kind == "vmi" {
-                        "VirtualMachineInstance"
-                    } else {
-                        "Pod"
-                    }
-                    .to_string(),
-                ),
-                namespace: Some(user.namespace.clone()),
-                name: Some(user.name.clone()),
-                uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
-                ..ObjectReference::default()
-            },
-            reason: Some(REASON.to_string()),
-            message: Some(text.clone()),
-            type_: Some("Warning".to_string()),
-            source: Some(EventSource {
-                component: Some("kubemacpool".to_string()),
-                host: None,
-            }),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            count: Some(1),
-            ..Event::default()
+        let about = ObjectReference {
+            api_version: Some(
+                if user.kind == "vmi" {
+                    "kubevirt.io/v1"
+                } else {
+                    "v1"
+                }
+                .to_string(),
+            ),
+            kind: Some(
+                if user.kind == "vmi" {
+                    "VirtualMachineInstance"
+                } else {
+                    "Pod"
+                }
+                .to_string(),
+            ),
+            namespace: Some(user.namespace.clone()),
+            name: Some(user.name.clone()),
+            uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
+            ..ObjectReference::default()
         };
-        match events.create(&PostParams::default(), &event).await {
-            Ok(_) => {}
+        let name = EventName::Exactly(event_name(user, &text));
+        match events::record(client, &events::warning(about, name, REASON, text.clone())).await {
+            Ok(()) => {}
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 debug!(user = %user.label(), "{REASON} already reported");
             }
@@ -312,6 +311,7 @@ mod tests {
     #[test]
     fn one_mac_on_a_vmi_and_a_pod_is_a_collision_with_upstreams_message() {
         let c = Collisions::default();
+        c.set_reporting(true);
         c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
         c.set(user("pod", "b"), vec![mac("02:00:00:00:00:01")]);
         let now = c.current();
@@ -326,8 +326,23 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_that_is_not_the_reporter_serves_the_gauge_without_samples() {
+        let c = Collisions::default();
+        c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
+        c.set(user("vmi", "b"), vec![mac("02:00:00:00:00:01")]);
+        let out = c.render();
+        assert!(out.contains("# TYPE kmp_mac_collisions gauge"), "{out}");
+        assert!(!out.contains("kmp_mac_collisions{"), "{out}");
+        c.set_reporting(true);
+        assert!(c
+            .render()
+            .contains("kmp_mac_collisions{mac=\"02:00:00:00:00:01\"} 2"));
+    }
+
+    #[test]
     fn a_collision_ends_when_one_user_stops() {
         let c = Collisions::default();
+        c.set_reporting(true);
         c.set(user("vmi", "a"), vec![mac("02:00:00:00:00:01")]);
         c.set(user("vmi", "b"), vec![mac("02:00:00:00:00:01")]);
         c.set(user("vmi", "b"), vec![]);

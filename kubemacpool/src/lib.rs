@@ -8,7 +8,7 @@
 //! - `watch`: pods, VMs (`held_pod`, `held_vm`, `held_meta`: what of them is read; `reflector`: their list
 //!   and watch) and the range ConfigMap feeding the pool; `state`: what the tasks share;
 //! - `collisions`: MACs used by more than one running VMI or pod, reported; `opt_mode`: which
-//!   namespaces count, from the live webhook configuration;
+//!   namespaces count, from the live webhook configuration; `events`: the Warning events;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
 //! - `manager`: the manager's start and clean stop.
 
@@ -17,6 +17,7 @@ pub mod certs;
 pub mod claims;
 pub mod cli;
 pub mod collisions;
+pub mod events;
 pub mod held_meta;
 pub mod held_pod;
 pub mod held_vm;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use http_endpoint::Authorizer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -70,6 +71,7 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     tokio::spawn(watch::follow_range(
         client.clone(),
         namespace.clone(),
+        pod.clone(),
         shared.clone(),
     ));
     tokio::spawn(watch::follow_vmis(client.clone(), shared.clone()));
@@ -88,32 +90,30 @@ pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
     tokio::spawn(claim_first_block(shared.clone()));
     tokio::spawn(log_when_ready(shared.clone()));
 
-    let tls = TlsAcceptor::from(Arc::new(certs::server_config(
+    let tls_config = certs::server_config(
         serving,
         args.tls_min_version.as_deref(),
         args.tls_cipher_suites.as_deref(),
-    )?));
+    )?;
+    let tls = TlsAcceptor::from(Arc::new(tls_config.clone()));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let webhook = TcpListener::bind(("0.0.0.0", args.port)).await?;
     let metrics = TcpListener::bind(("0.0.0.0", args.metrics_port)).await?;
-    let servers = [
-        tokio::spawn(server::serve(
-            webhook,
-            tls.clone(),
-            shared.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(server::serve(metrics, tls, shared.clone(), stop_rx)),
-    ];
+    let webhook_server = tokio::spawn(server::serve(webhook, tls, shared.clone(), stop_rx));
+    let metrics_server = tokio::spawn(server::serve_metrics(
+        metrics,
+        tls_config,
+        Arc::new(Authorizer::new(client.clone())),
+        shared.clone(),
+    ));
 
     stop.requested().await;
     info!("stopping: unready, then draining");
     shared.stopping.store(true, Ordering::Relaxed);
     tokio::time::sleep(UNREADY_GRACE).await;
     let _ = stop_tx.send(true);
-    for s in servers {
-        let _ = s.await;
-    }
+    let _ = webhook_server.await;
+    metrics_server.abort();
     server::drained(&shared, Duration::from_secs(10)).await;
     // The objects of the last admissions are stored by now; the other replicas' watches get
     // them within milliseconds. Give them that before they may claim these blocks.
@@ -191,14 +191,18 @@ async fn initial_range(client: &Client, namespace: &str) -> anyhow::Result<MacRa
     }
 }
 
-/// Logs the time from start to ready once: what the startup benchmark reads.
+/// Logs the time from start to ready once (what the startup benchmark reads), and counts then
+/// the duplicate MACs of the VMs listed at start, as upstream counts them at its start.
 async fn log_when_ready(shared: Arc<Shared>) {
     let mut last = None;
     loop {
         match shared.not_ready() {
             None => {
+                let duplicates = shared.pool().extra_holders_of_macs_of("vm/");
+                shared.duplicate_macs.store(duplicates, Ordering::Relaxed);
                 info!(
                     after_ms = shared.started.elapsed().as_millis() as u64,
+                    duplicate_vm_macs = duplicates,
                     "ready"
                 );
                 return;

@@ -66,5 +66,19 @@ pub fn render(shared: &Shared) -> String {
         shared.admissions.load(Ordering::Relaxed)
     );
     out.push_str(&shared.collisions.render());
+    // Upstream's deprecated counter, which the operator's KubeMacPoolDuplicateMacsFound alert
+    // reads; from the collision reporter only, as the gauge above, so that its sum over the
+    // replicas is the count.
+    out.push_str(
+        "# HELP kubevirt_kmp_duplicate_macs [DEPRECATED] MACs of the VMs stored at start that another stored object also names. Use kmp_mac_collisions instead.\n\
+         # TYPE kubevirt_kmp_duplicate_macs counter\n",
+    );
+    if shared.collisions.is_reporting() {
+        let _ = writeln!(
+            out,
+            "kubevirt_kmp_duplicate_macs {}",
+            shared.duplicate_macs.load(Ordering::Relaxed)
+        );
+    }
     out
 }

@@ -1,11 +1,7 @@
-//! What the pod and VM webhooks share: a refusal, the check of a MAC a user names, and JSON
-//! Pointer escaping for the patches they return.
+//! What the pod and VM webhooks share: the check of a MAC a user names, and JSON Pointer
+//! escaping for the patches they return.
 
 use net_types::MacAddr;
-
-/// A refusal, with the message the API server shows the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial(pub String);
 
 /// A MAC named by a user: it must parse, and be unicast and not all zeros.
 pub fn parse_unicast(s: &str) -> Result<MacAddr, &'static str> {

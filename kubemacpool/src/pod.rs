@@ -22,7 +22,8 @@
 use net_types::MacAddr;
 use serde_json::{Map, Value};
 
-use crate::patch::{self, Denial};
+use crate::admission::Denial;
+use crate::patch;
 
 pub const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
 pub const NETWORK_STATUS: &str = "k8s.v1.cni.cncf.io/network-status";

@@ -1,5 +1,6 @@
-//! The HTTPS server: the webhooks, `/healthz`, `/readyz` and `/metrics` on the webhook port
-//! (8000), and `/metrics` again on the metrics port (8443), where upstream's harness reads it.
+//! The webhook port's HTTPS server (8000): the webhooks, `/healthz` and `/readyz`. `/metrics`
+//! is not served here but on the metrics port (8443, [`serve_metrics`]), and only to a caller
+//! whose token may `get` it, as upstream serves it.
 //!
 //! Limits: a request body past [`admission::MAX_BODY_BYTES`] is answered 413; a TLS handshake
 //! must end within 10 s. The API server gives up on a webhook after its `timeoutSeconds`
@@ -14,6 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use http_endpoint::{Authorizer, Reply};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -21,6 +23,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
@@ -108,10 +111,6 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Response<Full<Bytes>>
             None => text(StatusCode::OK, "ok\n"),
             Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, &format!("{why}\n")),
         },
-        (&Method::GET, "/metrics") => Response::builder()
-            .header(http::header::CONTENT_TYPE, http_endpoint::PROMETHEUS_TEXT)
-            .body(Full::new(Bytes::from(metrics::render(shared))))
-            .unwrap_or_default(),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
@@ -120,6 +119,21 @@ fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
     *r.status_mut() = status;
     r
+}
+
+/// Serves `/metrics` on the metrics port until the task is dropped: over TLS with `tls` (the
+/// webhook's, whose certificate follows the serving Secret), to callers `authorizer` grants.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    tls: ServerConfig,
+    authorizer: Arc<Authorizer>,
+    shared: Arc<Shared>,
+) {
+    http_endpoint::serve(listener, tls, authorizer, move |path: &str| match path {
+        http_endpoint::METRICS_PATH => Reply::metrics(metrics::render(&shared)),
+        _ => Reply::not_found(),
+    })
+    .await
 }
 
 /// Waits until no admission is being answered (at most `limit`).

@@ -31,6 +31,9 @@ pub struct Shared {
     /// the response's body: the part of an admission's latency that is this process's.
     pub admissions: AtomicU64,
     pub admission_micros: AtomicU64,
+    /// The MACs of the VMs listed at start that another stored object also named
+    /// (`kubevirt_kmp_duplicate_macs`).
+    pub duplicate_macs: AtomicU64,
     pub started: Instant,
 }
 
@@ -56,6 +59,7 @@ impl Shared {
             range_full: AtomicU64::new(0),
             admissions: AtomicU64::new(0),
             admission_micros: AtomicU64::new(0),
+            duplicate_macs: AtomicU64::new(0),
             started: Instant::now(),
         }
     }

@@ -9,8 +9,7 @@ use kube::Api;
 use serde_json::Value;
 use tracing::{debug, warn};
 
-use crate::admission::{self, Review};
-use crate::patch::Denial;
+use crate::admission::{self, Denial, Review};
 use crate::pod::{self, PodNeeds};
 use crate::state::Shared;
 use crate::vm;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::go_duration::{parse_go_duration, BadDuration};
+use net_types::{parse_go_duration, GoDurationError};
 
 pub const CA_ROTATE_INTERVAL: &str = "CA_ROTATE_INTERVAL";
 pub const CA_OVERLAP_INTERVAL: &str = "CA_OVERLAP_INTERVAL";
@@ -40,7 +40,7 @@ pub enum IntervalsError {
     #[error("{name}: {source}")]
     Unparsable {
         name: &'static str,
-        source: BadDuration,
+        source: GoDurationError,
     },
     #[error("{0} must be longer than zero")]
     Zero(&'static str),

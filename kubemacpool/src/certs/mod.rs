@@ -9,7 +9,7 @@
 //!   whatever the serving Secret holds, picking up each new version without a restart.
 //!
 //! The files, by what they do:
-//! - `go_duration`, `intervals`: the rotation intervals as the Deployment's variables give them;
+//! - `intervals`: the rotation intervals (Go durations, read by `net_types::go_duration`) as the Deployment's variables give them;
 //! - `x509`: the validity and public key of a certificate, read from its DER;
 //! - `issue`: making a CA and a serving certificate, and checking one against the other;
 //! - `plan`: from what the cluster holds and the time, what to do (pure);
@@ -20,7 +20,6 @@
 
 mod cert_manager;
 mod cluster;
-mod go_duration;
 mod intervals;
 mod issue;
 mod objects;
@@ -31,7 +30,6 @@ mod tls;
 mod x509;
 
 pub use cert_manager::run_cert_manager;
-pub use go_duration::{parse_go_duration, BadDuration};
 pub use intervals::{Intervals, IntervalsError};
 pub use issue::{service_dns_names, service_host, Ca, ServingPair};
 pub use plan::{ca_bundle, decide, Action, Known, Plan, Snapshot};

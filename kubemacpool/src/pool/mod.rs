@@ -10,7 +10,7 @@
 //! claimed through the API server ([`crate::claims`]); a block whose claimant died is claimable
 //! again only once every admission it might still have answered is over and stored.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use net_types::MacAddr;
@@ -153,6 +153,21 @@ impl Pool {
         self.holders
             .get(holder)
             .map(|ns| ns.iter().map(|n| MacAddr::from_u64(*n)).collect())
+    }
+
+    /// For every MAC that a holder with `prefix` names, how many other stored objects name it
+    /// too, summed: upstream's count of duplicate MACs (`kubevirt_kmp_duplicate_macs`) when
+    /// `prefix` is `vm/`.
+    pub fn extra_holders_of_macs_of(&self, prefix: &str) -> u64 {
+        let macs: HashSet<u64> = self
+            .holders
+            .iter()
+            .filter(|(h, _)| h.starts_with(prefix))
+            .flat_map(|(_, ns)| ns.iter().copied())
+            .collect();
+        macs.iter()
+            .map(|n| u64::from(self.held.get(n).copied().unwrap_or(0).saturating_sub(1)))
+            .sum()
     }
 
     /// How many stored objects name `mac`.

@@ -264,3 +264,21 @@ fn the_last_block_ends_with_the_range() {
     let last = block_of(&r, r.end());
     assert_eq!(last.end, r.end());
 }
+
+#[test]
+fn the_duplicates_of_vm_macs_count_every_other_object_naming_them() {
+    let mut pool = Pool::new(
+        range("02:00:00:00:00:00", "02:00:00:00:00:ff"),
+        Duration::from_secs(30),
+        0,
+    );
+    let (a, b) = (mac("02:00:00:00:00:01"), mac("02:00:00:00:00:02"));
+    pool.set_holder("vm/ns/one", &[a, b]);
+    assert_eq!(pool.extra_holders_of_macs_of("vm/"), 0);
+    pool.set_holder("vm/ns/two", &[a]);
+    pool.set_holder("pod/ns/p", &[a]);
+    // a is named by three objects: two more than once. A pod's own duplicate is not a VM's.
+    pool.set_holder("pod/ns/q", &[mac("02:00:00:00:00:03")]);
+    pool.set_holder("pod/ns/r", &[mac("02:00:00:00:00:03")]);
+    assert_eq!(pool.extra_holders_of_macs_of("vm/"), 2);
+}

@@ -37,7 +37,7 @@ mod tests;
 use net_types::MacAddr;
 use serde_json::Value;
 
-pub use crate::patch::Denial;
+pub use crate::admission::Denial;
 pub use json_patch::patch;
 pub use macs::{distinct_macs, held_macs};
 
