@@ -14,6 +14,7 @@ pub mod daemon;
 pub mod host;
 pub mod image;
 pub mod measure;
+pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod operator;

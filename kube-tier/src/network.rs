@@ -22,6 +22,8 @@ use crate::daemon::run;
 /// The control plane's address on the cluster bridge: the API server and the registry listen on
 /// it (and on loopback) for the nodes.
 pub const CONTROL_PLANE_IP: &str = "172.31.255.1";
+/// The API server's port, on loopback and on the control plane's address.
+pub const APISERVER_PORT: u16 = 6443;
 pub const CLUSTER_PREFIX: u8 = 24;
 pub const CLUSTER_BRIDGE: &str = "cluster0";
 pub const SWITCH_BRIDGE: &str = "switch0";

@@ -308,7 +308,7 @@ impl Node {
         // the Service address.
         let dnat = format!(
             "ip daddr {KUBERNETES_SERVICE_IP} tcp dport 443 dnat to {CONTROL_PLANE_IP}:{}",
-            crate::cluster::APISERVER_PORT
+            crate::network::APISERVER_PORT
         );
         let rules = format!(
             "table ip kube_tier {{\n\

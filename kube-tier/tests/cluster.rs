@@ -72,6 +72,10 @@ const TESTS: &[(&str, Test)] = &[
         scenarios::operator::metrics_through_the_service,
     ),
     (
+        "every_metrics_endpoint_answers_only_a_token_allowed_to_get_it",
+        scenarios::operator::every_metrics_endpoint_answers_only_a_token_allowed_to_get_it,
+    ),
+    (
         "render_diff_shows_a_change_without_making_it",
         scenarios::diff::render_diff_shows_a_change_without_making_it,
     ),

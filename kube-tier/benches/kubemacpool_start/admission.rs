@@ -286,13 +286,14 @@ fn webhook_seconds(cluster: &Cluster) -> Result<Seconds> {
         "-l",
         "control-plane=mac-controller-manager",
         "-o",
-        "jsonpath={.items[*].metadata.name}",
+        "jsonpath={.items[*].status.podIP}",
     ])?;
+    // The managers answer /metrics (on their metrics port) to a token allowed to get it.
+    let reader = kube_tier::metrics::admin_token(cluster)?;
     let mut ours = (0.0, 0.0);
-    for pod in pods.split_whitespace() {
-        let path = format!("/api/v1/namespaces/{namespace}/pods/https:{pod}:8000/proxy/metrics");
+    for ip in pods.split_whitespace() {
         let (sum, count) = sum_and_count(
-            &cluster.kubectl(&["get", "--raw", &path])?,
+            &kube_tier::metrics::scrape(&format!("{ip}:8443"), &reader)?,
             "kubemacpool_admission_duration_seconds",
             "",
         );

@@ -204,6 +204,8 @@ pub fn run(
 
     let mut ready = Vec::new();
     let mut rss = Vec::new();
+    // The manager answers /metrics to a token allowed to get it.
+    let reader = kube_tier::metrics::admin_token(cluster)?;
     for round in 0..ROUNDS {
         let port = 18000 + round as u16 * 2;
         let (webhook, metrics) = (port.to_string(), (port + 1).to_string());
@@ -217,7 +219,8 @@ pub fn run(
         let readyz = format!("https://127.0.0.1:{webhook}/readyz");
         let outcome = ready_within(&readyz, started, Duration::from_secs(120));
         let measured = outcome.and_then(|took| {
-            let held = get(&format!("https://127.0.0.1:{webhook}/metrics"))
+            let held = kube_tier::metrics::scrape(&format!("127.0.0.1:{metrics}"), &reader)
+                .ok()
                 .and_then(|m| {
                     m.lines()
                         .find_map(|l| l.strip_prefix("kubemacpool_macs_held "))

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{kubectl_clone, Cluster, APISERVER_PORT, ETCD_CLIENT};
+use super::{kubectl_clone, Cluster, ETCD_CLIENT};
 use crate::daemon::{run, wait_for};
+use crate::network::APISERVER_PORT;
 use crate::network::{CONTROL_PLANE_IP, SERVICE_SUBNET};
 use crate::pki::Pki;
 

@@ -28,12 +28,11 @@ use serde_json::Value;
 use crate::daemon::{run, run_with_stdin, wait_for, Daemon};
 use crate::host::{self, Sysctls};
 use crate::image::{self, Builder};
-use crate::network::{Network, CONTROL_PLANE_IP};
+use crate::network::{Network, APISERVER_PORT, CONTROL_PLANE_IP};
 use crate::node::Node;
 use crate::ovs::Ovs;
 use crate::pki;
 
-pub const APISERVER_PORT: u16 = 6443;
 const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
 /// containerd's socket on every node, in the node's view (containerd's default).
 pub const CONTAINERD_SOCK: &str = "/run/containerd/containerd.sock";

@@ -15,6 +15,8 @@ pub struct Ctx {
     pub repo: std::path::PathBuf,
     /// The NetworkAddonsConfig [`Ctx::apply_nac`] applied last, as the API server then had it.
     pub(super) applied: std::sync::Mutex<Option<AppliedConfig>>,
+    /// The scraper's token and when it was asked for ([`Ctx::scraper_token`]).
+    pub(super) scraper: std::sync::Mutex<Option<(String, std::time::Instant)>>,
 }
 
 impl Ctx {
@@ -23,6 +25,7 @@ impl Ctx {
             cluster,
             repo,
             applied: std::sync::Mutex::new(None),
+            scraper: std::sync::Mutex::new(None),
         }
     }
 

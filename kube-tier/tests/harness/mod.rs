@@ -4,6 +4,7 @@
 
 pub mod ctx;
 pub mod diagnostics;
+pub mod metrics;
 pub mod nac;
 pub mod steps;
 

@@ -8,13 +8,15 @@ use serde_json::{json, Value};
 
 use super::operator::{reset, APPLIED_RECORD, LINUX_BRIDGE_DS};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
+use kube_tier::metrics::{is_review, OPERATOR_METRICS_PORT};
 
 /// The operator's user in the audit log.
 fn operator_user() -> String {
     format!("system:serviceaccount:{NAMESPACE}:{OPERATOR}")
 }
 
-/// The operator's writes recorded so far: `verb resource[/subresource] name`, in order.
+/// The operator's writes recorded so far: `verb resource[/subresource] name`, in order (the
+/// reviews of its metrics readers' tokens left out).
 pub fn operator_writes(ctx: &Ctx) -> Result<Vec<String>> {
     let path = ctx.cluster.audit_log();
     let text = std::fs::read_to_string(&path)
@@ -24,6 +26,8 @@ pub fn operator_writes(ctx: &Ctx) -> Result<Vec<String>> {
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["user"]["username"] == user.as_str())
+        // Reviews of a metrics reader's token: questions to the API server, not writes.
+        .filter(|e| !is_review(&e["objectRef"]["resource"]))
         .map(|e| {
             let o = &e["objectRef"];
             let sub = o["subresource"]
@@ -59,13 +63,13 @@ pub fn lease(ctx: &Ctx) -> Result<(String, i64)> {
     ))
 }
 
-/// The leader's count of reconciles, from its `/metrics`.
+/// The leader's count of reconciles, from its `/metrics` (scraped with the scraper's token).
 fn reconciles(ctx: &Ctx, leader: &str) -> Result<u64> {
-    let body = ctx.kubectl(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{NAMESPACE}/pods/{leader}:8080/proxy/metrics"),
-    ])?;
+    let pod = ctx.get(&["get", "pod", leader, "-n", NAMESPACE])?;
+    let ip = pod["status"]["podIP"]
+        .as_str()
+        .with_context(|| format!("{leader} has no IP"))?;
+    let body = ctx.metrics_at(&format!("{ip}:{OPERATOR_METRICS_PORT}"))?;
     Ok(body
         .lines()
         .filter(|l| l.starts_with("network_addons_operator_reconcile_total{"))

@@ -35,7 +35,8 @@ fn eth1_packets(node: &Node, direction: &str) -> Result<u64> {
     text.trim().parse().context("eth1's packet counter")
 }
 
-/// Deletes the pods and waits until each node holds nothing of them on the secondary network:
+/// Deletes the pods and waits until they are gone and each node holds nothing of them on the
+/// secondary network:
 /// no port left on `bridge_ports`' bridge, no tuning state of `net1` (the pods asked for MACs,
 /// so tuning kept one for each). Their addresses came from the annotation (`static`): there is
 /// no lease to count.
@@ -49,9 +50,26 @@ fn delete_and_wait_clean(
     }
     let started = Instant::now();
     wait_for(
-        "every node to hold nothing of the deleted pods",
+        "the pods to be gone and every node to hold nothing of them",
         Duration::from_secs(120),
         || {
+            // The pod objects gone too: the NetworkAttachmentDefinition deleted next is what
+            // Multus reads for the DEL of a pod still terminating.
+            for pod in pods {
+                let left = ctx.kubectl(&[
+                    "get",
+                    "pod",
+                    "-n",
+                    "default",
+                    pod,
+                    "--ignore-not-found",
+                    "-o",
+                    "name",
+                ])?;
+                if !left.trim().is_empty() {
+                    return Ok(None);
+                }
+            }
             for node in ctx.cluster.nodes() {
                 let states = std::fs::read_dir(node.host_path("/run/cni/tuning"))
                     .map(|d| {

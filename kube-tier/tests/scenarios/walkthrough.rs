@@ -81,7 +81,7 @@ fn holds(node: &Node) -> Result<(usize, usize, usize)> {
 
 /// The MACs every live KubeMacPool replica holds (`kubemacpool_macs_held`).
 fn macs_held(ctx: &Ctx) -> Result<Vec<u64>> {
-    manager_metrics(ctx, 8443)?
+    manager_metrics(ctx)?
         .iter()
         .map(|(name, body)| {
             body.lines()
@@ -107,9 +107,31 @@ pub fn the_walkthrough_runs_through_multus_with_macs_from_the_pool(ctx: &mut Ctx
     check(ctx.cluster.nodes().len() >= 2, || {
         "the walkthrough needs two nodes".into()
     })?;
+    // The pool's count is compared with what it was before: the pods of earlier scenarios
+    // that are still terminating (a Multus DEL retried) would leave it while the walkthrough
+    // runs.
+    wait_for(
+        "the pods of earlier scenarios to be gone",
+        Duration::from_secs(180),
+        || Ok(terminating_pods(ctx)?.is_empty().then_some(())),
+    )
+    .with_context(|| format!("still terminating: {:?}", terminating_pods(ctx).ok()))?;
     let started = Instant::now();
     println!("    1. the policy: br1 with eth1 on every node");
     apply_and_wait_available(ctx, POLICY, &policy(POLICY, None, BR1, ""))?;
+    let result = walk_on_br1(ctx, started);
+    // br1 goes whatever happened: the nmstate scenarios that follow need eth1 free.
+    let withdrawn = apply_and_wait_available(ctx, POLICY, &policy(POLICY, None, BR1_ABSENT, ""))
+        .and_then(|()| delete_policy(ctx, POLICY));
+    result.and(withdrawn)?;
+    ctx.kubectl(&["delete", "namespace", NAMESPACE, "--wait=false"])?;
+    // The nmstate scenarios that follow run the walkthrough's own components.
+    ctx.apply_nac(WALKTHROUGH_SPEC).map(drop)
+}
+
+/// Steps 2 to 5 on the policy's br1: the pods attached and pinging, then deleted, leaving
+/// nothing on either node and no MAC of theirs in the pool.
+fn walk_on_br1(ctx: &Ctx, started: Instant) -> Result<()> {
     let nodes_hold = || -> Result<Vec<_>> { ctx.cluster.nodes().iter().map(holds).collect() };
     let before = nodes_hold()?;
     let held_before = macs_held(ctx)?;
@@ -129,7 +151,11 @@ pub fn the_walkthrough_runs_through_multus_with_macs_from_the_pool(ctx: &mut Ctx
         },
     )
     .with_context(|| {
-        format!("before: {before:?} (br1 ports, tuning states, netns), MACs held {held_before:?}")
+        let now = (nodes_hold().ok(), macs_held(ctx).ok());
+        format!(
+            "before: {before:?} (br1 ports, tuning states, netns), MACs held {held_before:?}; \
+             now {now:?}"
+        )
     })?;
     println!(
         "       both nodes hold what they held before (br1 ports, tuning states, netns: {:?}), \
@@ -138,11 +164,19 @@ pub fn the_walkthrough_runs_through_multus_with_macs_from_the_pool(ctx: &mut Ctx
         after.1,
         started.elapsed().as_secs_f64()
     );
-    apply_and_wait_available(ctx, POLICY, &policy(POLICY, None, BR1_ABSENT, ""))?;
-    delete_policy(ctx, POLICY)?;
-    ctx.kubectl(&["delete", "namespace", NAMESPACE, "--wait=false"])?;
-    // The nmstate scenarios that follow run the walkthrough's own components.
-    ctx.apply_nac(WALKTHROUGH_SPEC).map(drop)
+    Ok(())
+}
+
+/// The pods, in any namespace, that are being deleted.
+fn terminating_pods(ctx: &Ctx) -> Result<Vec<String>> {
+    let pods = ctx.get(&["get", "pods", "-A"])?;
+    Ok(pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| !p["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
 }
 
 fn pods_on_br1(ctx: &Ctx) -> Result<()> {

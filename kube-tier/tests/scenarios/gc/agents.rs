@@ -1,6 +1,8 @@
 //! The operator's DaemonSets running the collection every `GC_INTERVAL`: what lost DELs left,
 //! and the networks of NetworkAttachmentDefinitions.
 
+use kube_tier::metrics::{service_endpoints, OPERATOR_METRICS_SERVICE};
+
 use super::*;
 
 /// `cni_installer_gc_collected_total` of a `/metrics` answer (0 when absent).
@@ -26,41 +28,15 @@ fn round_that_collected<'l>(log: &'l str, port: &str) -> Vec<&'l str> {
 }
 
 /// node01's linux-bridge agent's `/metrics`, read as Prometheus would find it: through the
-/// operator's metrics Service, whose endpoints must list it (the API server's proxy then
-/// fetches it from the node).
+/// operator's metrics Service, whose endpoints must list it, then over HTTPS with the scraper's
+/// token.
 fn agent_metrics(ctx: &Ctx) -> Result<String> {
-    let service = "cluster-network-addons-operator-prometheus-metrics";
-    let endpoints = ctx.get(&["get", "endpoints", service, "-n", NAMESPACE])?;
+    let listed = service_endpoints(&ctx.cluster, NAMESPACE, OPERATOR_METRICS_SERVICE)?;
     let target = format!("{}:{AGENT_METRICS_PORT}", ctx.node01().ip());
-    let listed: Vec<String> = endpoints["subsets"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|s| {
-            let ports: Vec<i64> = s["ports"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p["port"].as_i64())
-                .collect();
-            s["addresses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|a| a["ip"].as_str())
-                .flat_map(move |ip| ports.clone().into_iter().map(move |p| format!("{ip}:{p}")))
-                .collect::<Vec<_>>()
-        })
-        .collect();
     check(listed.contains(&target), || {
         format!("the metrics Service does not reach {target}: its endpoints are {listed:?}")
     })?;
-    let pod = ctx.daemonset_pod(LINUX_BRIDGE_DS, ctx.node01().name())?;
-    ctx.kubectl(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}:{AGENT_METRICS_PORT}/proxy/metrics"),
-    ])
+    ctx.metrics_at(&target)
 }
 
 /// The linux-bridge DaemonSet the operator renders collects on its own, within its interval: a

@@ -176,8 +176,84 @@ pub fn vms_get_macs_and_one_mac_on_two_interfaces_is_refused(ctx: &mut Ctx) -> R
     outcome
 }
 
+const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
+
+/// A ConfigMap edited to a range that cannot be used, as upstream reports it: a Warning event
+/// on each manager's pod (`InvalidRange` for a value that is not a MAC, `UpdateFailed` for ends
+/// out of order), which `kubectl describe pod` shows; the range before it keeps serving.
+fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
+    let managers: BTreeSet<String> = live_managers_field(ctx, "/metadata/uid")?
+        .into_iter()
+        .collect();
+    let set_range = |start: &str, end: &str| {
+        let data = serde_json::json!({"data": {"RANGE_START": start, "RANGE_END": end}});
+        ctx.kubectl(&[
+            "patch",
+            "configmap",
+            RANGE_CONFIG,
+            "-n",
+            NAMESPACE,
+            "--type",
+            "merge",
+            "-p",
+            &data.to_string(),
+        ])
+        .map(drop)
+    };
+    let cases = [
+        ("02:31:00:00:00:zz", "02:31:00:00:0f:ff", "InvalidRange"),
+        ("02:31:00:00:0f:ff", "02:31:00:00:00:00", "UpdateFailed"),
+    ];
+    let outcome = cases.iter().try_for_each(|(start, end, reason)| {
+        set_range(start, end)?;
+        let on = wait_for(
+            &format!("{reason} events on every manager"),
+            Duration::from_secs(60),
+            || {
+                let events = ctx.get(&[
+                    "get",
+                    "events",
+                    "-n",
+                    NAMESPACE,
+                    "--field-selector",
+                    &format!("reason={reason},involvedObject.kind=Pod"),
+                ])?;
+                let on: BTreeSet<String> = events["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|e| e["type"] == "Warning")
+                    .filter(|e| e["message"].as_str().is_some_and(|m| m.contains(start)))
+                    .filter_map(|e| e["involvedObject"]["uid"].as_str().map(str::to_string))
+                    .collect();
+                Ok(managers.is_subset(&on).then_some(on))
+            },
+        )?;
+        println!(
+            "    RANGE_START {start:?}, RANGE_END {end:?}: {reason} on {} manager pods",
+            on.len()
+        );
+        // The range before it still serves.
+        let _ = ctx.kubectl(&["delete", "pod", "-n", RANGE_NAMESPACE, "kmp-bad-range"]);
+        ctx.apply(&pod_yaml(
+            "kmp-bad-range",
+            RANGE_NAMESPACE,
+            "node01",
+            r#"[{"name":"br1"}]"#,
+        ))?;
+        let written = networks_of(ctx, "kmp-bad-range", RANGE_NAMESPACE)?;
+        check(written.contains("02:31:00:00:0"), || {
+            format!("with the bad range in place, a pod got {written}")
+        })
+    });
+    // As the operator renders it for the NetworkAddonsConfig above.
+    let restored = set_range("02:31:00:00:00:00", "02:31:00:00:0f:ff");
+    outcome.and(restored)
+}
+
 /// A range change reaches the running managers through the ConfigMap: the next pod's MAC is
-/// from the new range, and no manager pod was replaced.
+/// from the new range, and no manager pod was replaced. A bad range in the ConfigMap then is
+/// an event on the managers' pods, and the range before it keeps serving.
 pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
     deploy(ctx)?;
     let managers = |ctx: &Ctx| -> Result<BTreeSet<String>> {
@@ -216,7 +292,8 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
         let after = managers(ctx)?;
         check(before == after, || {
             format!("the managers were replaced: {before:?} then {after:?}")
-        })
+        })?;
+        a_bad_range_is_an_event_on_every_manager(ctx)
     })();
     ctx.kubectl(&["delete", "namespace", RANGE_NAMESPACE, "--wait=false"])?;
     outcome

@@ -6,7 +6,7 @@ use super::*;
 /// names yet.
 fn pending_macs(ctx: &Ctx) -> Result<u64> {
     let mut total = 0;
-    for (name, body) in manager_metrics(ctx, 8000)? {
+    for (name, body) in manager_metrics(ctx)? {
         total += body
             .lines()
             .find_map(|l| l.strip_prefix("kubemacpool_macs_pending "))

@@ -21,7 +21,8 @@ mod certs;
 mod collisions;
 mod corpus;
 mod finalizer;
-mod prometheus;
+pub(crate) mod prometheus;
+mod rules;
 mod switch;
 
 pub use admission::{
@@ -154,8 +155,8 @@ fn delete_vms(ctx: &Ctx) -> Result<()> {
     .map(drop)
 }
 
-/// `field` (a JSON pointer) of each manager pod that is not terminating.
-fn live_managers_field(ctx: &Ctx, field: &str) -> Result<Vec<String>> {
+/// The manager pods that are not terminating.
+pub(crate) fn live_manager_pods(ctx: &Ctx) -> Result<Vec<Value>> {
     let pods = ctx.get(&[
         "get",
         "pods",
@@ -169,6 +170,14 @@ fn live_managers_field(ctx: &Ctx, field: &str) -> Result<Vec<String>> {
         .into_iter()
         .flatten()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .cloned()
+        .collect())
+}
+
+/// `field` (a JSON pointer) of each manager pod that is not terminating.
+fn live_managers_field(ctx: &Ctx, field: &str) -> Result<Vec<String>> {
+    Ok(live_manager_pods(ctx)?
+        .iter()
         .filter_map(|p| p.pointer(field)?.as_str().map(str::to_string))
         .collect())
 }
@@ -178,17 +187,21 @@ fn live_managers(ctx: &Ctx) -> Result<Vec<String>> {
     live_managers_field(ctx, "/metadata/name")
 }
 
-/// The metrics of every manager replica that is not terminating (through the API server's pod
-/// proxy, on `port`): a replica on its way out may already be cut off its network.
-pub(crate) fn manager_metrics(ctx: &Ctx, port: u16) -> Result<Vec<(String, String)>> {
-    live_managers(ctx)?
-        .into_iter()
-        .map(|name| {
-            let path =
-                format!("/api/v1/namespaces/{NAMESPACE}/pods/https:{name}:{port}/proxy/metrics");
-            let body = ctx.kubectl(&["get", "--raw", &path])?;
-            Ok((name, body))
+/// The managers' metrics port, the only one serving `/metrics`.
+pub(crate) const MANAGER_METRICS_PORT: u16 = 8443;
+
+/// The metrics of every manager replica that is not terminating, scraped as Prometheus does
+/// (HTTPS to the pod's metrics port, with the scraper's token): a replica on its way out may
+/// already be cut off its network.
+pub(crate) fn manager_metrics(ctx: &Ctx) -> Result<Vec<(String, String)>> {
+    live_manager_pods(ctx)?
+        .iter()
+        .filter_map(|p| {
+            let name = p["metadata"]["name"].as_str()?;
+            let ip = p["status"]["podIP"].as_str()?;
+            Some((name.to_string(), format!("{ip}:{MANAGER_METRICS_PORT}")))
         })
+        .map(|(name, address)| Ok((name, ctx.metrics_at(&address)?)))
         .collect()
 }
 

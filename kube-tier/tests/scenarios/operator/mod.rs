@@ -13,6 +13,7 @@ use kube_tier::stand_in::{crds, crds_scoped};
 use crate::{check, nac_condition, plugins_image, Ctx, NAMESPACE, OPERATOR};
 
 mod components;
+mod metrics_auth;
 mod observability;
 mod on_node;
 mod privilege;
@@ -22,6 +23,7 @@ pub use components::{
     ipam_controller_follows_cert_manager, openshift_sccs, own_components_reach_available,
     walkthrough_config,
 };
+pub use metrics_auth::every_metrics_endpoint_answers_only_a_token_allowed_to_get_it;
 pub use observability::{events_in_default, metrics_through_the_service};
 pub use on_node::{marker_follows_bridges, plugins_land_on_the_node};
 pub use privilege::least_privilege;

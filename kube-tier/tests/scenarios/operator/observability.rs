@@ -1,5 +1,7 @@
 //! The operator's events and its metrics, scraped through its Service.
 
+use kube_tier::metrics::{service_endpoints, OPERATOR_METRICS_PORT, OPERATOR_METRICS_SERVICE};
+
 use super::*;
 
 pub fn events_in_default(ctx: &mut Ctx) -> Result<()> {
@@ -25,25 +27,28 @@ pub fn events_in_default(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-const METRICS_SERVICE: &str = "cluster-network-addons-operator-prometheus-metrics";
-
-/// The operator's metrics, scraped through its Service (the API server's service proxy), with
-/// the upstream operator's names; and its ServiceMonitor and PrometheusRule once the Prometheus
-/// operator's CRDs are there.
+/// The operator's metrics, scraped as its ServiceMonitor has Prometheus do: from the operator
+/// endpoints its Service lists, over HTTPS with the scraper's token; with the upstream
+/// operator's names; and its ServiceMonitor and PrometheusRule once the Prometheus operator's
+/// CRDs are there.
 pub fn metrics_through_the_service(ctx: &mut Ctx) -> Result<()> {
     ctx.ensure_operator()?;
     ctx.start_from(OWN_SPEC)?;
-    let path = format!(
-        "/api/v1/namespaces/{NAMESPACE}/services/http:{METRICS_SERVICE}:metrics/proxy/metrics"
-    );
+    let operator_port = format!(":{OPERATOR_METRICS_PORT}");
+    // The leader's: the other replica does not report the config.
     let metrics = wait_for(
         "the metrics to say the config is ready",
         Duration::from_secs(60),
         || {
-            let body = ctx.kubectl(&["get", "--raw", &path])?;
-            Ok(body
-                .contains("\nkubevirt_cnao_cr_ready 1\n")
-                .then_some(body))
+            for address in service_endpoints(&ctx.cluster, NAMESPACE, OPERATOR_METRICS_SERVICE)? {
+                if address.ends_with(&operator_port) {
+                    let body = ctx.metrics_at(&address)?;
+                    if body.contains("\nkubevirt_cnao_cr_ready 1\n") {
+                        return Ok(Some(body));
+                    }
+                }
+            }
+            Ok(None)
         },
     )?;
     for line in [
