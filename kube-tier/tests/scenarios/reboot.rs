@@ -1,9 +1,11 @@
 //! A node's reboot, as a power cycle: its pods' links and `/run` go, but what its disk holds for
 //! them stays (host-local's leases under `/var/lib/cni`, the OVS ports in the switch's
-//! database). Whoever removes the old sandboxes' leftovers (containerd 1.6 DELs a sandbox it
-//! finds dead when the kubelet stops it; the node agents collect what no DEL reaches), the node
-//! must end up holding only what its live pods use. The agents' lines are printed, to show who
-//! did it.
+//! database). Whoever removes the old sandboxes' leftovers, the node must end up holding only
+//! what its live pods use. containerd 1.6 DELs a sandbox it finds dead when the kubelet stops
+//! it, but that DEL reaches our plugins only if Multus' daemon is back by then: its shim
+//! answers a DEL it cannot pass on with success. Which comes first is a race, so either the
+//! DEL or the node agents' collection removes them. The agents' lines are printed, to show
+//! who did it.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -7,6 +7,14 @@
 //! **Every live sandbox is kept, on every network, under every ifname it may have there**:
 //! `ifnames` says which, from what the pod's annotations give (`annotations`).
 //!
+//! **A stopped sandbox is not kept once its pod has a ready one, or has ended.** The kubelet
+//! makes a pod's new sandbox only after the runtime stopped the old ones, and a pod that
+//! ended runs nothing again, so what such a sandbox holds is used by nothing. Its DEL may never
+//! have reached our plugins: after a reboot the kubelet stops the sandboxes of before while
+//! Multus' daemon is not back yet, and Multus' shim answers that DEL with success without
+//! passing it on. The runtime keeps listing such a sandbox for as long as it holds an exited
+//! container (the kubelet keeps the last one of each for `kubectl logs --previous`).
+//!
 //! A sandbox matches its pod by uid, else by namespace and name (a static pod's mirror has a
 //! uid of its own). **A live sandbox whose pod is not in the list** (deleted since the
 //! sandboxes were listed, force-deleted while it still runs, or started by something other
@@ -104,7 +112,13 @@ pub fn plan(sandboxes: &[LiveSandbox], pods: &[PodInfo], networks: &[Network]) -
         Ok(read) => read,
         Err(defer) => return defer,
     };
-    let keep = kept_attachments(sandboxes, &pod_of, &read, eth_kept(networks));
+    let (sandboxes, pod_of): (Vec<LiveSandbox>, Vec<Option<usize>>) = sandboxes
+        .iter()
+        .zip(pod_of)
+        .filter(|(sandbox, pod)| !superseded(sandbox, *pod, &started, pods))
+        .map(|(sandbox, pod)| (sandbox.clone(), pod))
+        .unzip();
+    let keep = kept_attachments(&sandboxes, &pod_of, &read, eth_kept(networks));
     Plan::Collect(
         networks
             .iter()
@@ -139,6 +153,17 @@ fn read_pods(pods: &[PodInfo], started: &[bool]) -> Result<Vec<Option<Ifnames>>,
         read.push(ifnames.ok());
     }
     Ok(read)
+}
+
+/// A stopped sandbox whose pod has a ready one or has ended: the runtime stopped it for good
+/// (see the module's description).
+fn superseded(
+    sandbox: &LiveSandbox,
+    pod: Option<usize>,
+    started: &[bool],
+    pods: &[PodInfo],
+) -> bool {
+    !sandbox.ready && pod.is_some_and(|pod| started[pod] || pods[pod].terminal)
 }
 
 /// The uids of the pods that may be starting and have no ready sandbox: not on the host
@@ -244,7 +269,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_whose_only_sandbox_is_stopped_defers_collection_and_the_stopped_one_is_kept() {
+    fn a_pod_whose_only_sandbox_is_stopped_defers_collection() {
         // After a reboot the runtime lists the pod's sandbox of before, stopped; the new one's
         // ADD may have ended just before the lock, unlisted yet.
         let old = stopped("s-old", "u1", "ns", "web");
@@ -258,12 +283,44 @@ mod tests {
             without_sandbox(std::slice::from_ref(&old), &[pod("u1", "ns", "web")]),
             BTreeSet::from(["u1".to_string()])
         );
+    }
+
+    #[test]
+    fn a_stopped_sandbox_is_not_kept_once_its_pod_has_a_ready_one() {
+        // After a reboot: the sandbox of before, whose DEL Multus' shim may have swallowed,
+        // and the one the kubelet made after stopping it.
         let keep = collected(plan(
-            &[old, sandbox("s-new", "u1", "ns", "web")],
-            &[pod("u1", "ns", "web")],
+            &[
+                stopped("s-old", "u1", "ns", "web"),
+                sandbox("s-new", "u1", "ns", "web"),
+            ],
+            &[with_networks(pod("u1", "ns", "web"), "blue-nad")],
             &[nad("blue", "blue-nad")],
         ));
-        assert!(keeps(&keep, "blue", "s-old", "eth0") && keeps(&keep, "blue", "s-new", "eth0"));
+        assert!(keeps(&keep, "blue", "s-new", "eth0") && keeps(&keep, "blue", "s-new", "net1"));
+        assert!(keep["blue"].iter().all(|(id, _)| id == "s-new"), "{keep:?}");
+    }
+
+    #[test]
+    fn a_stopped_sandbox_of_a_pod_that_ended_is_not_kept() {
+        let mut done = with_networks(pod("u1", "ns", "job"), "blue-nad");
+        done.terminal = true;
+        let keep = collected(plan(
+            &[stopped("s-old", "u1", "ns", "job")],
+            &[done],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(keep["blue"].is_empty(), "{keep:?}");
+    }
+
+    #[test]
+    fn a_stopped_sandbox_whose_pod_is_not_listed_is_kept() {
+        let keep = collected(plan(
+            &[stopped("s-old", "u9", "ns", "deleted")],
+            &[],
+            &[nad("blue", "blue-nad")],
+        ));
+        assert!(keeps(&keep, "blue", "s-old", "eth0"));
     }
 
     #[test]
