@@ -49,6 +49,8 @@ pub struct Network {
     control_plane: String,
     switch: String,
     host_ns: File,
+    /// `ip netns add` made `/run/netns` (and mounted it on itself): the teardown takes it away.
+    made_netns_dir: bool,
 }
 
 impl Network {
@@ -61,10 +63,11 @@ impl Network {
             control_plane: prefix.to_string(),
             switch: format!("{prefix}-switch"),
             host_ns,
+            made_netns_dir: !Path::new(NETNS_DIR).exists(),
         };
         ip(&["netns", "add", &network.control_plane])?;
         ip(&["netns", "add", &network.switch])?;
-        let ns = File::open(Path::new("/run/netns").join(&network.control_plane))?;
+        let ns = File::open(Path::new(NETNS_DIR).join(&network.control_plane))?;
         setns(ns.as_fd(), CloneFlags::CLONE_NEWNET)
             .context("enter the control plane's namespace")?;
         ip(&["link", "set", "lo", "up"])?;
@@ -139,15 +142,25 @@ impl Network {
             errors.push(format!("return to the host's namespace: {e}"));
         }
         for ns in [&self.switch, &self.control_plane] {
-            if Path::new("/run/netns").join(ns).exists() {
+            if Path::new(NETNS_DIR).join(ns).exists() {
                 if let Err(e) = ip(&["netns", "del", ns]) {
                     errors.push(format!("{e:#}"));
                 }
             }
         }
+        let left_empty = std::fs::read_dir(NETNS_DIR).is_ok_and(|mut d| d.next().is_none());
+        if self.made_netns_dir && left_empty {
+            let _ = nix::mount::umount2(NETNS_DIR, nix::mount::MntFlags::MNT_DETACH);
+            if let Err(e) = std::fs::remove_dir(NETNS_DIR) {
+                errors.push(format!("remove {NETNS_DIR}: {e}"));
+            }
+        }
         errors
     }
 }
+
+/// Where `ip netns` keeps the namespaces it names.
+const NETNS_DIR: &str = "/run/netns";
 
 pub(crate) fn ip(args: &[&str]) -> Result<()> {
     run(Command::new("ip").args(args)).map(drop)
