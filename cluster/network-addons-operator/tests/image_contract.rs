@@ -14,7 +14,12 @@ use network_addons_operator::spec::NetworkAddonsConfig;
 use serde_json::Value;
 
 fn repo_file(path: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)).unwrap()
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(path),
+    )
+    .unwrap()
 }
 
 /// The command and args of every container and init container of `object` using `image`.
@@ -37,8 +42,10 @@ fn commands_of(object: &Value, image: &str) -> Vec<Vec<String>> {
 
 /// The seed's full config, with the nmstate handler too.
 fn full_config() -> NetworkAddonsConfig {
-    let mut cr: NetworkAddonsConfig =
-        serde_saphyr::from_str(&repo_file("cluster/network-addons-operator/examples/full.yaml")).unwrap();
+    let mut cr: NetworkAddonsConfig = serde_saphyr::from_str(&repo_file(
+        "cluster/network-addons-operator/examples/full.yaml",
+    ))
+    .unwrap();
     cr.spec.nmstate = Some(Default::default());
     cr
 }

@@ -82,11 +82,12 @@ fn repo() -> PathBuf {
 
 /// The example configurations (cluster/network-addons-operator/examples/), by file stem.
 fn examples() -> Vec<(String, NetworkAddonsConfig)> {
-    let mut files: Vec<PathBuf> = fs::read_dir(repo().join("cluster/network-addons-operator/examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        fs::read_dir(repo().join("cluster/network-addons-operator/examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
     files.sort();
     files
         .into_iter()

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use node_agent::cli::{self, Command};
 
 fn repo_file(path: &str) -> String {
-    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
+    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
     fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -115,11 +115,12 @@ fn get(api: &ApiExtensions, args: &[&str]) -> Value {
 }
 
 fn documented_configs() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(kube_tier::repo().join("cluster/network-addons-operator/examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(kube_tier::repo().join("cluster/network-addons-operator/examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
     files.sort();
     files.extend(
         std::fs::read_dir(deploy_dir())
