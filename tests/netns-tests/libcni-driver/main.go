@@ -6,7 +6,7 @@
 //
 // Build (Debian 12, offline, GOPATH mode against golang-github-appc-cni-dev):
 //
-//	GOPATH=/usr/share/gocode GO111MODULE=off go build -o libcni-driver ./netns-tests/libcni-driver
+//	GOPATH=/usr/share/gocode GO111MODULE=off go build -o libcni-driver ./tests/netns-tests/libcni-driver
 //
 // Usage:
 //

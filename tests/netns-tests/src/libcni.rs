@@ -70,7 +70,7 @@ fn build_driver_uncached() -> Result<PathBuf, String> {
     cmd.current_dir(workspace_root())
         .args(["build", "-o"])
         .arg(&tmp)
-        .arg("./netns-tests/libcni-driver")
+        .arg("./tests/netns-tests/libcni-driver")
         .env("GOPATH", DEBIAN_GOPATH)
         .env("GO111MODULE", "off")
         .env("GOFLAGS", "")
@@ -82,7 +82,7 @@ fn build_driver_uncached() -> Result<PathBuf, String> {
         let _ = std::fs::remove_file(&tmp);
         return Err(format!(
             "building the libcni driver failed (GOPATH={DEBIAN_GOPATH} GO111MODULE=off \
-             go build ./netns-tests/libcni-driver):\n{}",
+             go build ./tests/netns-tests/libcni-driver):\n{}",
             describe_output(&result)
         ));
     }
