@@ -281,5 +281,4 @@ pub fn release(holders: &[String], me: &str) -> Option<Vec<String>> {
 }
 
 #[cfg(test)]
-#[path = "transitions_tests.rs"]
 mod tests;

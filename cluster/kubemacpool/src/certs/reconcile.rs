@@ -175,5 +175,4 @@ fn written(result: Written, action: Action) -> anyhow::Result<Outcome> {
 }
 
 #[cfg(test)]
-#[path = "reconcile_tests.rs"]
 mod tests;
