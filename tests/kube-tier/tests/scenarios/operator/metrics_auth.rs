@@ -232,6 +232,19 @@ fn reviews_per_scrape(ctx: &Ctx, all: &[(&'static str, String)]) -> Result<()> {
         SCRAPE_INTERVAL.as_secs(),
         reviews.len() as f64 / scrapes as f64
     );
+    // Each endpoint must have asked about the fresh token once: fewer TokenReviews means the
+    // audit log is not recording them, and the bound below would pass on nothing.
+    let token_reviews = reviews
+        .iter()
+        .filter(|r| r.starts_with("tokenreviews "))
+        .count();
+    check(token_reviews >= all.len(), || {
+        format!(
+            "{token_reviews} TokenReviews in the audit log for {} endpoints' first scrape of a \
+             fresh token: {reviews:?}",
+            all.len()
+        )
+    })?;
     check(reviews.len() <= REVIEWS_PER_ENDPOINT * all.len(), || {
         format!(
             "{} reviews for {} endpoints, over {REVIEWS_PER_ENDPOINT} each: {reviews:?}",
