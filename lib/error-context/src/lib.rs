@@ -9,6 +9,10 @@
 //! module invokes [`context_trait!`] once for its own `Error`, naming the constructor that
 //! wraps a cause, and gets a `Context` trait whose output is that `Error`.
 //!
+//!
+//! [`report`] is the one way to print an error with its causes on one line: a log line, a CNI
+//! error's `msg`, a status condition's message.
+//!
 //! ```
 //! # mod demo {
 //! #[derive(Debug)]
@@ -90,6 +94,25 @@ macro_rules! context_trait {
     };
 }
 
+/// `err` and each of its causes on one line, outermost first, joined with ": ", for the places
+/// that carry a message only (a log line, a CNI error's `msg`, a condition's message). A cause
+/// whose text the line already holds is not repeated: many errors print their source in their
+/// own text as well as returning it from `source()`. Line breaks and runs of spaces become one
+/// space.
+pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = next.source();
+    }
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
@@ -166,5 +189,39 @@ mod tests {
         assert!(!called.get());
         let ok: Result<u8, Foreign> = Ok(2);
         assert_eq!(ok.context("unused").ok(), Some(2));
+    }
+
+    #[test]
+    fn report_prints_each_cause_once_outermost_first() {
+        let inner = Error::Chain("opening /x".into(), Box::new(Error::Cause("no such file")));
+        let outer = Error::wrap("reading config", inner);
+        assert_eq!(
+            super::report(&outer),
+            "reading config: opening /x: no such file"
+        );
+    }
+
+    #[test]
+    fn report_skips_a_cause_the_error_already_printed() {
+        let io = std::io::Error::other("disk full");
+        #[derive(Debug)]
+        struct Shows(std::io::Error);
+        impl fmt::Display for Shows {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "writing x: {}", self.0)
+            }
+        }
+        impl std::error::Error for Shows {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(super::report(&Shows(io)), "writing x: disk full");
+    }
+
+    #[test]
+    fn report_is_one_line() {
+        let err = Error::Chain("first\n  second".into(), Box::new(Error::Cause("third")));
+        assert_eq!(super::report(&err), "first second: third");
     }
 }
