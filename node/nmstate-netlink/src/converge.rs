@@ -28,7 +28,9 @@ mod routes;
 mod text;
 
 use cni_common::netlink::Netlink;
+use error_context::report;
 
+use crate::error::{Context, Error};
 use crate::node::NodeState;
 use crate::target::{LinkTarget, RouteGoal};
 
@@ -41,7 +43,7 @@ pub(crate) struct Converge<'a> {
     /// A rollback's walk: a failure is collected in `errors` and the walk goes on.
     best_effort: bool,
     pub steps: Vec<String>,
-    pub errors: Vec<String>,
+    pub errors: Vec<Error>,
     /// A write request was sent, whether or not it succeeded: the node may have changed.
     pub sent: bool,
     /// A write request was sent that the kernel did not refuse as unsupported. A create the
@@ -76,13 +78,13 @@ impl<'a> Converge<'a> {
     }
 
     /// A failure: it ends an apply's walk; a rollback's walk records it and goes on.
-    fn fail(&mut self, msg: String) -> Result<(), String> {
+    fn fail(&mut self, e: Error) -> Result<(), Error> {
         if self.best_effort {
-            tracing::warn!(error = %msg, "rollback step failed");
-            self.errors.push(msg);
+            tracing::warn!(error = %report(&e), "rollback step failed");
+            self.errors.push(e);
             Ok(())
         } else {
-            Err(msg)
+            Err(e)
         }
     }
 
@@ -94,7 +96,7 @@ impl<'a> Converge<'a> {
         result: Result<(), cni_common::Error>,
         tolerated: &[i32],
         line: String,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Error> {
         self.sent = true;
         self.touched = true;
         match result {
@@ -103,21 +105,21 @@ impl<'a> Converge<'a> {
                 Ok(true)
             }
             Err(e) if tolerated.contains(&e.errno()) => Ok(false),
-            Err(e) => self.fail(format!("{what}: {e}")).map(|()| false),
+            Err(e) => self.fail(Error::wrap(what, e.into())).map(|()| false),
         }
     }
 
     /// The node as it is now; None when reading it failed in a rollback (the phase that needs
     /// it is skipped, the failure collected).
-    fn node(&mut self) -> Result<Option<NodeState>, String> {
+    fn node(&mut self) -> Result<Option<NodeState>, Error> {
         match NodeState::read(self.nl) {
             Ok(node) => Ok(Some(node)),
-            Err(e) => self.fail(e.to_string()).map(|()| None),
+            Err(e) => self.fail(e).map(|()| None),
         }
     }
 
     /// One link as it is now; None when it is not there or reading it failed in a rollback.
-    fn link(&mut self, name: &str) -> Result<Option<cni_common::netlink::Link>, String> {
+    fn link(&mut self, name: &str) -> Result<Option<cni_common::netlink::Link>, Error> {
         match link(self.nl, name) {
             Ok(l) => Ok(l),
             Err(e) => self.fail(e).map(|()| None),
@@ -126,7 +128,7 @@ impl<'a> Converge<'a> {
 
     /// Makes the node match `targets` and `routes`. An apply's walk returns the first failure;
     /// a rollback's runs every phase and leaves its failures in `errors`.
-    pub(crate) fn run(&mut self, targets: &[LinkTarget], routes: &RouteGoal) -> Result<(), String> {
+    pub(crate) fn run(&mut self, targets: &[LinkTarget], routes: &RouteGoal) -> Result<(), Error> {
         self.create(targets)?;
         self.delete(targets)?;
         let mut downed = Vec::new();
@@ -155,9 +157,9 @@ impl<'a> Converge<'a> {
     }
 }
 
-fn link(nl: &Netlink, name: &str) -> Result<Option<cni_common::netlink::Link>, String> {
+fn link(nl: &Netlink, name: &str) -> Result<Option<cni_common::netlink::Link>, Error> {
     nl.link_show(name)
-        .map_err(|e| format!("interface {name}: {e}"))
+        .with_context(|| format!("interface {name}"))
 }
 
 /// `want` when it is set and differs from `have`.

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use crate::desired::bond_mode_name;
+use crate::error::{Context, READING};
 use crate::node::{Kind, LinkState, NodeState, RouteState, PROTO_KERNEL};
 use crate::Error;
 
@@ -23,7 +24,7 @@ pub fn current_state() -> Result<Value, Error> {
 /// peer is in another namespace (the links the node's policies name, such as a test node's
 /// veth NIC made a bridge's port).
 pub fn current_state_showing(names: &[String]) -> Result<Value, Error> {
-    let nl = Netlink::current().map_err(|e| Error::Read(e.to_string()))?;
+    let nl = Netlink::current().context(READING)?;
     Ok(render(&NodeState::read(&nl)?, names))
 }
 

@@ -172,7 +172,8 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// A refusal of one field's value.
+/// A refusal of one field's value. A value's parse error becomes one through `map_err`: the
+/// refusal is the message the user reads, naming the field, not a cause to chain.
 pub(crate) fn refused(owner: &str, path: &str, why: &str) -> Error {
     Error::Refused(format!("{owner}: field {path:?} {why}"))
 }

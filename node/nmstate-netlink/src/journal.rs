@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use cni_common::state::StateDir;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Context;
 use crate::plan::Snapshot;
 use crate::Error;
 
@@ -33,11 +34,9 @@ impl Journal {
         }
     }
 
-    fn error(&self, reason: impl std::fmt::Display) -> Error {
-        Error::Journal {
-            path: self.path.display().to_string(),
-            reason: reason.to_string(),
-        }
+    /// The context of its failures.
+    fn named(&self) -> String {
+        format!("journal {}", self.path.display())
     }
 
     /// Its directory as a state directory (durable writes) and its file name.
@@ -46,7 +45,8 @@ impl Journal {
             .path
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| self.error("not a file path"))?;
+            .ok_or_else(|| Error::Journal("not a file path".to_string()))
+            .with_context(|| self.named())?;
         let dir = self
             .path
             .parent()
@@ -69,29 +69,52 @@ impl Journal {
             version: VERSION,
             snapshot: snapshot.clone(),
         };
-        dir.write(&name, &content).map_err(|e| self.error(e))
+        dir.write(&name, &content).with_context(|| self.named())
     }
 
     pub(crate) fn read(&self) -> Result<Option<Snapshot>, Error> {
         let (dir, name) = self.parts()?;
         let Some(raw) = dir
             .read::<serde_json::Value>(&name)
-            .map_err(|e| self.error(e))?
+            .with_context(|| self.named())?
         else {
             return Ok(None);
         };
         let version = raw.get("version").and_then(serde_json::Value::as_u64);
         if version != Some(u64::from(VERSION)) {
-            return Err(self.error(format!(
-                "version {version:?} is not {VERSION}: not restored"
-            )));
+            return Err(Error::wrap(
+                self.named(),
+                Error::Journal(format!(
+                    "version {version:?} is not {VERSION}: not restored"
+                )),
+            ));
         }
-        let content: Content = serde_json::from_value(raw).map_err(|e| self.error(e))?;
+        let content: Content = serde_json::from_value(raw).with_context(|| self.named())?;
         Ok(Some(content.snapshot))
     }
 
     pub(crate) fn remove(&self) -> Result<(), Error> {
         let (dir, name) = self.parts()?;
-        dir.remove(&name).map_err(|e| self.error(e))
+        dir.remove(&name).with_context(|| self.named())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_of_another_version_is_not_restored_and_says_why() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("apply.journal");
+        std::fs::write(&path, r#"{"version": 1, "snapshot": {}}"#).expect("written");
+        let err = Journal::at(&path).read().expect_err("another version");
+        assert_eq!(
+            error_context::report(&err),
+            format!(
+                "journal {}: version Some(1) is not 2: not restored",
+                path.display()
+            )
+        );
     }
 }

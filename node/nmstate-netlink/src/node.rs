@@ -12,6 +12,7 @@ use cni_common::netlink::{
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Context, READING};
 use crate::Error;
 
 /// RTPROT_KERNEL: routes the kernel derives from addresses; they come and go with them.
@@ -149,8 +150,7 @@ pub(crate) struct NodeState {
 
 impl NodeState {
     pub(crate) fn read(nl: &Netlink) -> Result<NodeState, Error> {
-        let read_err = |e: cni_common::Error| Error::Read(e.to_string());
-        let details = nl.link_list_details().map_err(read_err)?;
+        let details = nl.link_list_details().context(READING)?;
         let names: BTreeMap<u32, String> = details
             .iter()
             .map(|d| (d.link.index, d.link.name.clone()))
@@ -162,10 +162,10 @@ impl NodeState {
             .collect();
         // The kernel keeps a port's VLAN table whether or not its bridge filters: a rollback
         // that turns filtering off must put the table back too.
-        let mut vlan_tables = nl.bridge_vlan_show_all().map_err(read_err)?;
+        let mut vlan_tables = nl.bridge_vlan_show_all().context(READING)?;
         // Every address in one dump, not one per link (a node may have hundreds of links).
         let mut addresses: BTreeMap<u32, Vec<IpNetwork>> = BTreeMap::new();
-        for (index, addr) in nl.addr_list_all().map_err(read_err)? {
+        for (index, addr) in nl.addr_list_all().context(READING)? {
             addresses.entry(index).or_default().push(addr);
         }
         let mut links = BTreeMap::new();
@@ -207,7 +207,7 @@ impl NodeState {
         }
         let routes = nl
             .route_list_all()
-            .map_err(read_err)?
+            .context(READING)?
             .into_iter()
             .filter(|r| r.table != RT_TABLE_LOCAL)
             .map(|r: RouteInfo| {

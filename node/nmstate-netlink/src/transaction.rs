@@ -5,8 +5,10 @@ use std::fmt;
 use std::path::Path;
 
 use cni_common::netlink::Netlink;
+use error_context::report;
 
 use crate::converge::Converge;
+use crate::error::{one_line, Context, READING};
 use crate::journal::Journal;
 use crate::node::NodeState;
 use crate::plan::{plan, Snapshot};
@@ -47,7 +49,7 @@ impl Applied {
             Ok(_) => self.journal.remove(),
             Err(rollback) => Err(Error::RollbackFailed {
                 cause: "rolling back on request".to_string(),
-                rollback,
+                rollback: one_line(&rollback),
             }),
         }
     }
@@ -78,7 +80,7 @@ pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
             journal.path().display()
         )));
     }
-    let nl = Netlink::current().map_err(|e| Error::Read(e.to_string()))?;
+    let nl = Netlink::current().context(READING)?;
     let node = NodeState::read(&nl)?;
     let plan = plan(desired, &node)?;
     journal.write(&plan.snapshot)?;
@@ -98,6 +100,8 @@ pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
         }
         Err(cause) => cause,
     };
+    // The failure becomes the message of what the caller sees: refused, or rolled back.
+    let cause = report(&cause);
     tracing::warn!(%cause, changed = steps.len(), "apply failed");
     if !sent {
         journal.remove()?;
@@ -116,7 +120,10 @@ pub fn apply(desired: &DesiredState, journal: &Path) -> Result<Applied, Error> {
                 Err(Error::Refused(cause))
             }
         }
-        Err(rollback) => Err(Error::RollbackFailed { cause, rollback }),
+        Err(rollback) => Err(Error::RollbackFailed {
+            cause,
+            rollback: one_line(&rollback),
+        }),
     }
 }
 
@@ -127,7 +134,7 @@ pub fn recover(journal: &Path) -> Result<Option<String>, Error> {
     let Some(snapshot) = journal.read()? else {
         return Ok(None);
     };
-    let nl = Netlink::current().map_err(|e| Error::Read(e.to_string()))?;
+    let nl = Netlink::current().context(READING)?;
     match restore(&nl, &snapshot) {
         Ok(steps) => {
             journal.remove()?;
@@ -141,7 +148,7 @@ pub fn recover(journal: &Path) -> Result<Option<String>, Error> {
         }
         Err(rollback) => Err(Error::RollbackFailed {
             cause: "recovering an unfinished apply".to_string(),
-            rollback,
+            rollback: one_line(&rollback),
         }),
     }
 }
@@ -151,20 +158,20 @@ fn check(
     nl: &Netlink,
     targets: &[crate::target::LinkTarget],
     routes: &crate::target::RouteGoal,
-) -> Result<(), String> {
-    let node = NodeState::read(nl).map_err(|e| e.to_string())?;
+) -> Result<(), Error> {
+    let node = NodeState::read(nl)?;
     let wrong = mismatches(&node, targets, routes);
     if wrong.is_empty() {
         Ok(())
     } else {
-        Err(format!("verification failed: {}", wrong.join("; ")))
+        Err(Error::Mismatch(wrong))
     }
 }
 
 /// Walks the node back to the snapshot and verifies it; the steps taken. Best effort: every
-/// phase runs whatever failed before it, and the error names every failure and every
-/// mismatch left.
-fn restore(nl: &Netlink, snapshot: &Snapshot) -> Result<Vec<String>, String> {
+/// phase runs whatever failed before it, and the errors are every failure and every mismatch
+/// left.
+fn restore(nl: &Netlink, snapshot: &Snapshot) -> Result<Vec<String>, Vec<Error>> {
     let mut walk = Converge::rollback(nl);
     if let Err(e) = walk.run(&snapshot.links, &snapshot.routes) {
         walk.errors.push(e);
@@ -174,14 +181,14 @@ fn restore(nl: &Netlink, snapshot: &Snapshot) -> Result<Vec<String>, String> {
         Ok(node) => {
             let wrong = mismatches(&node, &snapshot.check, &snapshot.routes);
             if !wrong.is_empty() {
-                errors.push(format!("verification failed: {}", wrong.join("; ")));
+                errors.push(Error::Mismatch(wrong));
             }
         }
-        Err(e) => errors.push(e.to_string()),
+        Err(e) => errors.push(e),
     }
     if errors.is_empty() {
         Ok(walk.steps)
     } else {
-        Err(errors.join("; "))
+        Err(errors)
     }
 }

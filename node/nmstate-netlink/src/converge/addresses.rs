@@ -6,6 +6,7 @@ use ipnetwork::IpNetwork;
 use nix::libc::{EADDRNOTAVAIL, EEXIST};
 
 use super::Converge;
+use crate::error::Error;
 use crate::node::NodeState;
 use crate::target::{is_link_local, LinkTarget};
 
@@ -14,7 +15,7 @@ impl Converge<'_> {
         &mut self,
         targets: &[LinkTarget],
         node: &NodeState,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         for t in targets.iter().filter(|t| t.exists) {
             let Some(cur) = node.links.get(&t.name) else {
                 continue;

@@ -7,6 +7,7 @@ use nix::libc::EOPNOTSUPP;
 
 use super::order::{base_of, master_of, ordered};
 use super::{link, Converge};
+use crate::error::Error;
 use crate::node::{Kind, NodeState};
 use crate::target::LinkTarget;
 
@@ -14,7 +15,7 @@ use crate::target::LinkTarget;
 type Sent = Option<Result<(), cni_common::Error>>;
 
 impl Converge<'_> {
-    pub(super) fn create(&mut self, targets: &[LinkTarget]) -> Result<(), String> {
+    pub(super) fn create(&mut self, targets: &[LinkTarget]) -> Result<(), Error> {
         // A VLAN's base first: it may be created here too.
         let ordered = ordered(targets, &|t| {
             t.vlan.iter().map(|(b, _)| b.clone()).collect()
@@ -37,7 +38,7 @@ impl Converge<'_> {
     }
 
     /// Sends the request that creates `t`, of its kind.
-    fn add_link(&mut self, t: &LinkTarget) -> Result<Sent, String> {
+    fn add_link(&mut self, t: &LinkTarget) -> Result<Sent, Error> {
         let nl = self.nl;
         let result = match &t.kind {
             Kind::Bridge => nl.link_add_bridge(&t.name, None, false).map(drop),
@@ -48,10 +49,10 @@ impl Converge<'_> {
             Kind::Vlan => return self.add_vlan(t),
             Kind::Veth => {
                 let Some(peer) = &t.veth_peer else {
-                    self.fail(format!(
+                    self.fail(Error::Step(format!(
                         "interface {}: a veth needs its peer's name",
                         t.name
-                    ))?;
+                    )))?;
                     return Ok(None);
                 };
                 nl.link_add_veth(&Veth {
@@ -62,11 +63,11 @@ impl Converge<'_> {
                 .map(drop)
             }
             other => {
-                self.fail(format!(
+                self.fail(Error::Step(format!(
                     "interface {}: a {} link cannot be created",
                     t.name,
                     other.kernel_name()
-                ))?;
+                )))?;
                 return Ok(None);
             }
         };
@@ -74,21 +75,21 @@ impl Converge<'_> {
     }
 
     /// A VLAN is created on its base, which must be there by now.
-    fn add_vlan(&mut self, t: &LinkTarget) -> Result<Sent, String> {
+    fn add_vlan(&mut self, t: &LinkTarget) -> Result<Sent, Error> {
         let Some((base, id)) = &t.vlan else {
-            self.fail(format!(
+            self.fail(Error::Step(format!(
                 "interface {}: a vlan needs a base and an ID",
                 t.name
-            ))?;
+            )))?;
             return Ok(None);
         };
         let base_link = match link(self.nl, base) {
             Ok(Some(l)) => l,
             Ok(None) => {
-                self.fail(format!(
+                self.fail(Error::Step(format!(
                     "interface {}: base interface {base} does not exist",
                     t.name
-                ))?;
+                )))?;
                 return Ok(None);
             }
             Err(e) => {
@@ -109,15 +110,15 @@ impl Converge<'_> {
         t: &LinkTarget,
         kind: &str,
         result: Result<(), cni_common::Error>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         match result {
             // The kernel lacks the kind (its module is not there): it changed nothing.
             Err(e) if e.errno() == EOPNOTSUPP => {
                 self.sent = true;
-                self.fail(format!(
+                self.fail(Error::Step(format!(
                     "interface {}: this kernel cannot create {kind} links (Operation not supported)",
                     t.name
-                ))?;
+                )))?;
             }
             result => {
                 self.wrote(
@@ -131,7 +132,7 @@ impl Converge<'_> {
         Ok(())
     }
 
-    pub(super) fn delete(&mut self, targets: &[LinkTarget]) -> Result<(), String> {
+    pub(super) fn delete(&mut self, targets: &[LinkTarget]) -> Result<(), Error> {
         for t in targets.iter().filter(|t| !t.exists) {
             if let Some(l) = self.link(&t.name)? {
                 let result = self.nl.link_del(l.index);
@@ -153,7 +154,7 @@ impl Converge<'_> {
         targets: &[LinkTarget],
         downed: &[String],
         node: &NodeState,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let ordered = ordered(targets, &|t| {
             base_of(t, node)
                 .into_iter()

@@ -2,6 +2,7 @@
 
 use super::order::{lower_links, ordered};
 use super::Converge;
+use crate::error::Error;
 use crate::node::NodeState;
 use crate::target::LinkTarget;
 
@@ -9,7 +10,7 @@ impl Converge<'_> {
     /// Sets the MTUs: lowered on upper links (VLANs, controllers) before the links they sit on,
     /// raised on the lower links first, so that an upper link never needs more than its lower
     /// link has.
-    pub(super) fn mtu(&mut self, targets: &[LinkTarget], node: &NodeState) -> Result<(), String> {
+    pub(super) fn mtu(&mut self, targets: &[LinkTarget], node: &NodeState) -> Result<(), Error> {
         let lower_first = ordered(targets, &|t| lower_links(t, targets, node));
         for raising in [false, true] {
             let pass: Vec<&LinkTarget> = if raising {

@@ -5,6 +5,7 @@ use cni_common::netlink::{BridgePortSettings, PortVlan};
 
 use super::text::vlans_text;
 use super::{differs, Converge};
+use crate::error::Error;
 use crate::node::{LinkState, NodeState};
 use crate::target::LinkTarget;
 
@@ -14,7 +15,7 @@ impl Converge<'_> {
         &mut self,
         targets: &[LinkTarget],
         node: &NodeState,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         for t in targets.iter().filter(|t| t.exists) {
             let Some(cur) = node.links.get(&t.name) else {
                 continue;
@@ -35,7 +36,7 @@ impl Converge<'_> {
         t: &LinkTarget,
         cur: &LinkState,
         node: &NodeState,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Error> {
         let Some(master) = t.master.as_deref().filter(|m| !m.is_empty()) else {
             return Ok(true);
         };
@@ -43,10 +44,10 @@ impl Converge<'_> {
             return Ok(true);
         }
         let Some(m) = node.links.get(master) else {
-            self.fail(format!(
+            self.fail(Error::Step(format!(
                 "interface {}: controller {master} does not exist",
                 t.name
-            ))?;
+            )))?;
             return Ok(false);
         };
         self.wrote(
@@ -59,7 +60,7 @@ impl Converge<'_> {
     }
 
     /// The bridge port's STP settings that differ from what it has under this master.
-    fn set_port_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), String> {
+    fn set_port_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), Error> {
         let Some(want) = t.port else {
             return Ok(());
         };
@@ -84,7 +85,7 @@ impl Converge<'_> {
     }
 
     /// The port's VLANs, as read now: the extra ones removed, the missing ones added.
-    fn set_port_vlans(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), String> {
+    fn set_port_vlans(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), Error> {
         let Some(want) = &t.port_vlans else {
             return Ok(());
         };
@@ -92,7 +93,7 @@ impl Converge<'_> {
         let what = format!("interface {}", t.name);
         let have = match nl.bridge_vlan_show(cur.index) {
             Ok(have) => have,
-            Err(e) => return self.fail(format!("{what}: {e}")),
+            Err(e) => return self.fail(Error::wrap(what, e.into())),
         };
         let extra: Vec<PortVlan> = have.iter().filter(|v| !want.contains(v)).copied().collect();
         let missing: Vec<PortVlan> = want.iter().filter(|v| !have.contains(v)).copied().collect();

@@ -5,6 +5,7 @@
 use cni_common::netlink::{BondSettings, BridgeSettings};
 
 use super::{differs, Converge};
+use crate::error::Error;
 use crate::node::{Kind, LinkState, NodeState};
 use crate::target::LinkTarget;
 
@@ -16,7 +17,7 @@ impl Converge<'_> {
         &mut self,
         targets: &[LinkTarget],
         node: &NodeState,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, Error> {
         let mut downed = Vec::new();
         for t in targets.iter().filter(|t| t.changes_bond_mode(node)) {
             downed.extend(self.release_ports_to_remode(&t.name, node)?);
@@ -43,7 +44,7 @@ impl Converge<'_> {
         &mut self,
         bond: &str,
         node: &NodeState,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, Error> {
         let nl = self.nl;
         let mut downed = Vec::new();
         for port in node.ports_of(bond) {
@@ -78,14 +79,14 @@ impl Converge<'_> {
         &mut self,
         targets: &[LinkTarget],
         node: &NodeState,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, Error> {
         let mut downed = Vec::new();
         for t in targets.iter().filter(|t| t.exists) {
             let Some(cur) = node.links.get(&t.name) else {
-                self.fail(format!(
+                self.fail(Error::Step(format!(
                     "interface {}: missing after it was created",
                     t.name
-                ))?;
+                )))?;
                 continue;
             };
             if self.release(t, cur, targets, node)? {
@@ -106,7 +107,7 @@ impl Converge<'_> {
         cur: &LinkState,
         targets: &[LinkTarget],
         node: &NodeState,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Error> {
         // None: the master is left as it is; Some(None): no master.
         let Some(want) = t.master.as_deref().map(|m| (!m.is_empty()).then_some(m)) else {
             return Ok(false);
@@ -141,7 +142,7 @@ impl Converge<'_> {
     }
 
     /// The link's own state and names: down when it must be, its MAC and its description.
-    fn settle(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), String> {
+    fn settle(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), Error> {
         let nl = self.nl;
         let what = format!("interface {}", t.name);
         if t.up == Some(false) && cur.up {
@@ -176,7 +177,7 @@ impl Converge<'_> {
     }
 
     /// The bridge options that differ from the bridge's.
-    fn set_bridge_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), String> {
+    fn set_bridge_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), Error> {
         let (Some(want), Some(have)) = (t.bridge, cur.bridge) else {
             return Ok(());
         };
@@ -202,7 +203,7 @@ impl Converge<'_> {
     }
 
     /// The bond options that differ from the bond's.
-    fn set_bond_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), String> {
+    fn set_bond_options(&mut self, t: &LinkTarget, cur: &LinkState) -> Result<(), Error> {
         let (Some(want), Some(have)) = (t.bond, cur.bond) else {
             return Ok(());
         };

@@ -7,11 +7,12 @@ use nix::libc::{EEXIST, ESRCH};
 
 use super::text::route_text;
 use super::Converge;
+use crate::error::Error;
 use crate::node::{NodeState, RouteState, PROTO_KERNEL};
 use crate::target::{same_route, RouteGoal, RouteMatch};
 
 impl Converge<'_> {
-    pub(super) fn routes(&mut self, goal: &RouteGoal, node: &NodeState) -> Result<(), String> {
+    pub(super) fn routes(&mut self, goal: &RouteGoal, node: &NodeState) -> Result<(), Error> {
         let (add, remove) = route_changes(goal, node);
         for r in &remove {
             self.remove_route(r, node)?;
@@ -22,7 +23,7 @@ impl Converge<'_> {
         Ok(())
     }
 
-    fn remove_route(&mut self, r: &RouteState, node: &NodeState) -> Result<(), String> {
+    fn remove_route(&mut self, r: &RouteState, node: &NodeState) -> Result<(), Error> {
         let oif = r
             .oif
             .as_ref()
@@ -48,12 +49,12 @@ impl Converge<'_> {
         Ok(())
     }
 
-    fn add_route(&mut self, r: &RouteState, node: &NodeState) -> Result<(), String> {
+    fn add_route(&mut self, r: &RouteState, node: &NodeState) -> Result<(), Error> {
         let Some(oif) = r.oif.as_ref().and_then(|o| node.links.get(o)) else {
-            return self.fail(format!(
+            return self.fail(Error::Step(format!(
                 "route {}: its interface does not exist",
                 route_text(r)
-            ));
+            )));
         };
         let new = NewRoute {
             dst: r.dst,
