@@ -16,7 +16,7 @@ use cni_common::netlink::{LinkEvent, LinkEvents, LinkNotices};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 
 /// What the marker's listings depend on, per link index: name, kind, master.
 type Identity = (String, Option<String>, Option<u32>);
@@ -94,10 +94,9 @@ impl LinkWatch {
         // SAFETY: `LinkEvents` owns its socket for as long as it lives and always answers the
         // same descriptor; it is only ever read through `get_mut`, never replaced.
         let socket = unsafe { AsyncFd::register_with_interest(events, Interest::READABLE) }
-            .map_err(|e| Error::System {
-                action: "waiting for link notifications",
-                source: e.into(),
-            })?;
+            // A failed registration hands the socket back beside its error.
+            .map_err(std::io::Error::from)
+            .context("waiting for link notifications")?;
         Ok(LinkWatch { socket, seen })
     }
 
@@ -110,16 +109,10 @@ impl LinkWatch {
                 .socket
                 .readable_mut()
                 .await
-                .map_err(|source| Error::System {
-                    action: "waiting for link notifications",
-                    source,
-                })?;
+                .context("waiting for link notifications")?;
             // Reads until the socket is empty (WouldBlock clears the readiness) or a change.
             while let Ok(read) = ready.try_io(|socket| socket.get_mut().recv()) {
-                let notices = read.map_err(|source| Error::System {
-                    action: "reading link notifications",
-                    source,
-                })?;
+                let notices = read.context("reading link notifications")?;
                 if self.seen.note(notices) {
                     return Ok(());
                 }

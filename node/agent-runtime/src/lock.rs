@@ -5,11 +5,12 @@
 //! by SIGKILL.
 
 use std::fs::File;
+use std::io;
 use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 pub struct DirLock {
     _lock: Flock<File>,
@@ -18,9 +19,11 @@ pub struct DirLock {
 impl DirLock {
     /// Blocks until the lock on `dir` is ours.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        let file = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
+        let file = File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
         let lock = Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| Error::io("locking", dir, errno.into()))?;
+            // A failed lock hands the file back beside the errno.
+            .map_err(|(_, errno)| io::Error::from(errno))
+            .with_context(|| format!("locking {}", dir.display()))?;
         Ok(DirLock { _lock: lock })
     }
 }

@@ -2,24 +2,21 @@
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// The one-threaded runtime `run` and `gc` work on: their work is requests and waits.
 pub fn current_thread_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|source| Error::System {
-            action: "starting the runtime",
-            source,
-        })
+        .context("starting the runtime")
 }
 
 /// The API server of the cluster this runs in (or of KUBECONFIG).
 pub async fn api_client() -> Result<kube::Client> {
     kube::Client::try_default()
         .await
-        .map_err(|e| Error::kube("connecting to the API server", e))
+        .context("connecting to the API server")
 }
 
 /// Returns when SIGTERM or SIGINT arrives (or arrived since the last call).
@@ -32,5 +29,5 @@ pub async fn stop_signal(term: &mut Signal, int: &mut Signal) {
 
 /// Starts catching the signal `kind`.
 pub fn catch(kind: SignalKind, action: &'static str) -> Result<Signal> {
-    signal(kind).map_err(|source| Error::System { action, source })
+    signal(kind).context(action)
 }

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// Keeps the agent's earlier name: the temporary files a killed install of the previous release
 /// left are ours to sweep.
@@ -30,9 +30,9 @@ pub fn is_temp_name(name: &str) -> bool {
 /// their names. When there is none, nothing is written.
 pub fn sweep_temps(dir: &Path) -> Result<Vec<String>> {
     let mut swept = Vec::new();
-    let listing = |e| Error::io("listing", dir, e);
-    for entry in fs::read_dir(dir).map_err(listing)? {
-        let entry = entry.map_err(listing)?;
+    let listing = || format!("listing {}", dir.display());
+    for entry in fs::read_dir(dir).with_context(listing)? {
+        let entry = entry.with_context(listing)?;
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
             continue;
         };
@@ -52,13 +52,13 @@ pub fn sweep_temps(dir: &Path) -> Result<Vec<String>> {
 pub fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync of directory", dir, e))
+        .with_context(|| format!("fsync of directory {}", dir.display()))
 }
 
 pub fn remove_if_exists(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
-        _ => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        removed => removed.with_context(|| format!("removing {}", path.display())),
     }
 }
 
@@ -84,7 +84,7 @@ impl Temp {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
-            .map_err(|e| Error::io("creating", &path, e))?;
+            .with_context(|| format!("creating {}", path.display()))?;
         Ok(Temp {
             file: Some(file),
             path,
@@ -110,11 +110,12 @@ impl Temp {
     pub fn finish(&mut self, mode: u32) -> Result<()> {
         let path = self.path.as_path();
         if let Some(mut file) = self.file.take() {
-            file.flush().map_err(|e| Error::io("writing", path, e))?;
+            file.flush()
+                .with_context(|| format!("writing {}", path.display()))?;
             file.sync_all()
-                .map_err(|e| Error::io("fsync of", path, e))?;
+                .with_context(|| format!("fsync of {}", path.display()))?;
             file.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(|e| Error::io(format!("chmod {mode:o}"), path, e))?;
+                .with_context(|| format!("chmod {mode:o} {}", path.display()))?;
         }
         Ok(())
     }
@@ -122,8 +123,13 @@ impl Temp {
     /// Renames the finished file over the target and fsyncs the directory.
     pub fn commit(mut self, mode: u32) -> Result<()> {
         self.finish(mode)?;
-        fs::rename(&self.path, &self.target)
-            .map_err(|e| Error::io_pair("renaming", &self.path, &self.target, e))?;
+        fs::rename(&self.path, &self.target).with_context(|| {
+            format!(
+                "renaming {} to {}",
+                self.path.display(),
+                self.target.display()
+            )
+        })?;
         self.committed = true;
         match self.target.parent() {
             Some(dir) => fsync_dir(dir),
@@ -147,7 +153,7 @@ pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Resu
     let path = temp.path().to_path_buf();
     temp.file()?
         .write_all(bytes)
-        .map_err(|e| Error::io("writing", &path, e))?;
+        .with_context(|| format!("writing {}", path.display()))?;
     temp.commit(mode)
 }
 

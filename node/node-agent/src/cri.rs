@@ -94,6 +94,7 @@ where
         Ok(answer) => answer,
         Err(_) => Err(CriError::Timeout(timeout)),
     };
+    // A variant of its own rather than a context: callers tell the call and the failure apart.
     answer.map_err(|source| Error::Cri {
         call: rpc.name,
         socket: socket.to_path_buf(),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// Read and hashed in pieces of this size.
 const CHUNK: usize = 128 * 1024;
@@ -28,8 +28,8 @@ pub fn sha256_reader(mut r: impl Read) -> io::Result<String> {
 
 /// The sha256 of the file at `path` (following no symlink is the caller's business).
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let file = File::open(path).map_err(|e| Error::io("opening", path, e))?;
-    sha256_reader(file).map_err(|e| Error::io("reading", path, e))
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    sha256_reader(file).with_context(|| format!("reading {}", path.display()))
 }
 
 fn hex(bytes: &[u8]) -> String {

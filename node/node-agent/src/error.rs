@@ -2,51 +2,33 @@
 //! `main` prints the whole chain, outermost first, on one line
 //! ("installing bridge: creating /opt/cni/bin/.bridge.cni-installer.tmp: No space left on
 //! device (os error 28)") and exits non-zero.
+//!
+//! Files, system calls, API requests, netlink and plain facts are the shared error's
+//! (`agent_runtime::Error`, one variant here); the variants below are the node agent's own.
 
 use std::io;
-use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// What the node agent shares with the nmstate handler: a file system call on a path
-    /// ([`Error::io`]), a system call, an API request ([`Error::kube`]), netlink, a fact that
-    /// stops the command ([`Error::msg`]). Its text is the shared error's own.
+    /// What the node agent shares with the nmstate handler. Its text is the shared error's own.
     #[error(transparent)]
     Runtime(#[from] agent_runtime::Error),
 
-    /// A call between two paths (rename, link, copy) failed.
-    #[error("{action} {} to {}", from.display(), to.display())]
-    IoPair {
-        action: &'static str,
-        from: PathBuf,
-        to: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-
-    /// The record in the destination directory does not decode.
-    #[error("{} is not a record of node-agent (move it away to start afresh)", path.display())]
-    Record {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
+    /// The record or the node policy does not encode or decode; the context says which.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 
     /// A plugin did not answer CNI_COMMAND=VERSION as a plugin must.
-    #[error("running {} with CNI_COMMAND=VERSION", path.display())]
-    Version {
-        path: PathBuf,
-        #[source]
-        source: VersionError,
-    },
+    #[error(transparent)]
+    Version(#[from] VersionError),
 
     /// A call to the container runtime over CRI (`call` names the method) failed.
     #[error("CRI {call} on {}", socket.display())]
     Cri {
         call: &'static str,
-        socket: PathBuf,
+        socket: std::path::PathBuf,
         #[source]
         source: CriError,
     },
@@ -54,6 +36,14 @@ pub enum Error {
     /// The node's Open vSwitch database.
     #[error(transparent)]
     Ovsdb(#[from] ovsdb::Error),
+
+    /// The metrics endpoint's certificate could not be made.
+    #[error(transparent)]
+    Tls(#[from] http_endpoint::TlsError),
+
+    /// Work handed to a blocking thread did not finish there.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
 
     /// The command line does not say what to do.
     #[error("{0} (node-agent help for usage)")]
@@ -71,55 +61,48 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// A fact that stops the command (a foreign file, a plugin not installed, ...).
+    /// A fact that stops the command (a foreign file, a plugin not installed, ...), as the
+    /// shared error's message.
     pub fn msg(msg: impl Into<String>) -> Error {
         agent_runtime::Error::msg(msg).into()
     }
 
     /// Says what was being done when `err` happened.
-    pub fn wrap(context: impl Into<String>, err: Error) -> Error {
+    pub fn wrap(context: impl Into<String>, err: impl Into<Error>) -> Error {
         Error::Chain {
             context: context.into(),
-            source: Box::new(err),
+            source: Box::new(err.into()),
         }
-    }
-
-    /// A file system call on `path` failed; `action` names it ("opening", "fsync of").
-    pub fn io(action: impl Into<String>, path: &Path, source: io::Error) -> Error {
-        agent_runtime::Error::io(action, path, source).into()
-    }
-
-    pub fn io_pair(action: &'static str, from: &Path, to: &Path, source: io::Error) -> Error {
-        Error::IoPair {
-            action,
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            source,
-        }
-    }
-
-    pub fn kube(action: impl Into<String>, source: kube::Error) -> Error {
-        agent_runtime::Error::kube(action, source).into()
     }
 
     /// The whole chain on one line, outermost first, as `main` prints it.
     pub fn report(&self) -> String {
-        report(self)
+        error_context::report(self)
     }
 }
 
 // `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
 error_context::context_trait!(Error, Error::wrap);
 
-/// Netlink, through the shared CNI library, whose errors say what failed.
-impl From<cni_common::Error> for Error {
-    fn from(e: cni_common::Error) -> Error {
-        agent_runtime::Error::Cni(e).into()
+// The shared error's causes convert through it, so that `?` and `.context(..)` take them here.
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        agent_runtime::Error::from(e).into()
     }
 }
 
-/// `err` and each of its sources on one line, as the node's shared pieces print theirs.
-pub use agent_runtime::error::report;
+impl From<kube::Error> for Error {
+    fn from(e: kube::Error) -> Error {
+        agent_runtime::Error::from(e).into()
+    }
+}
+
+impl From<cni_common::Error> for Error {
+    fn from(e: cni_common::Error) -> Error {
+        agent_runtime::Error::from(e).into()
+    }
+}
 
 /// Why a plugin's answer to CNI_COMMAND=VERSION was not one.
 #[derive(Debug, thiserror::Error)]
@@ -174,60 +157,36 @@ pub enum CriError {
 /// "Unimplemented: unknown service runtime.v1.RuntimeService", and for a status made from a
 /// broken connection, what broke it. (A status's own Display prints its metadata.)
 fn describe(status: &tonic::Status) -> String {
-    let mut text = format!("{:?}: {}", status.code(), status.message());
-    let mut cause = std::error::Error::source(status);
-    while let Some(err) = cause {
-        let more = err.to_string();
-        // The message is often the first cause's own text.
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = err.source();
+    let head = format!("{:?}: {}", status.code(), status.message());
+    match std::error::Error::source(status).map(error_context::report) {
+        None => head,
+        // The message is often the first cause's own text, not to be said twice.
+        Some(causes) => match causes.strip_prefix(status.message()) {
+            Some(rest) if rest.is_empty() || rest.starts_with(": ") => format!("{head}{rest}"),
+            _ => format!("{head}: {causes}"),
+        },
     }
-    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Context;
 
     #[test]
     fn a_wrapped_error_reads_outermost_first_on_one_line() {
-        let io = Error::io(
-            "writing",
-            Path::new("x"),
-            io::Error::from_raw_os_error(libc::ENOSPC),
-        );
-        let err = Error::wrap("installing bridge", io);
+        let writing: std::result::Result<(), io::Error> =
+            Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        let err = writing
+            .context("writing x")
+            .context("installing bridge")
+            .expect_err("still an error");
         assert_eq!(err.to_string(), "installing bridge");
         assert_eq!(
             err.report(),
             "installing bridge: writing x: No space left on device (os error 28)"
         );
         assert_eq!(Error::msg("a\nb").report(), "a b");
-    }
-
-    /// Like a library error that prints its source itself.
-    #[derive(Debug, thiserror::Error)]
-    #[error("request failed: {0}")]
-    struct Verbose(#[source] io::Error);
-
-    #[test]
-    fn a_cause_printed_by_its_parent_is_not_repeated() {
-        let err = Verbose(io::Error::other("connection refused"));
-        assert_eq!(report(&err), "request failed: connection refused");
-    }
-
-    #[test]
-    fn the_source_of_an_io_error_is_the_os_error() {
-        let err = Error::io(
-            "opening",
-            Path::new("/x"),
-            io::Error::from_raw_os_error(libc::ENOENT),
-        );
-        let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<io::Error>());
-        assert_eq!(source.and_then(io::Error::raw_os_error), Some(libc::ENOENT));
     }
 
     #[test]

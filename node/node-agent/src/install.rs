@@ -78,7 +78,7 @@ fn install_plugins(opts: &Options) -> Result<Report> {
     let plugins = plugin_list(opts)?;
     let to = opts.to.as_path();
     if !to.is_dir() {
-        fs::create_dir_all(to).map_err(|e| Error::io("creating", to, e))?;
+        fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     }
     let _lock = DirLock::acquire(to)?;
     let mut report = Report {
@@ -168,7 +168,7 @@ fn apply(to: &Path, planned: Vec<Planned>, record: &mut Record, report: &mut Rep
 }
 
 fn source_digest(source: &Path) -> Result<String> {
-    let meta = fs::metadata(source).map_err(|e| Error::io("source", source, e))?;
+    let meta = fs::metadata(source).with_context(|| format!("source {}", source.display()))?;
     if !meta.is_file() {
         return Err(Error::msg(format!(
             "source {} is not a regular file",
@@ -189,11 +189,11 @@ fn write_plugin(
     record: &mut Record,
 ) -> Result<Action> {
     let mut temp = Temp::create(to, name)?;
-    let mut from = File::open(source).map_err(|e| Error::io("opening", source, e))?;
+    let mut from = File::open(source).with_context(|| format!("opening {}", source.display()))?;
     let temp_path = temp.path().to_path_buf();
     // File to file, std copies inside the kernel (copy_file_range) where it can.
     io::copy(&mut from, temp.file()?)
-        .map_err(|e| Error::io_pair("copying", source, &temp_path, e))?;
+        .with_context(|| format!("copying {} to {}", source.display(), temp_path.display()))?;
     temp.finish(MODE)?;
     // What is on disk, read back, and whether it runs, before it replaces anything.
     let written = digest::sha256_file(temp.path())?;

@@ -25,13 +25,11 @@ pub use error::{Context, Error, Result};
 #[cfg(test)]
 mod tests {
     use std::io;
-    use std::path::Path;
 
     #[test]
     fn a_shared_error_reads_as_it_did_in_the_shared_crate() {
-        let locking = agent_runtime::Error::io(
-            "locking",
-            Path::new("/run/kubernetes-nmstate"),
+        let locking = agent_runtime::Error::wrap(
+            "locking /run/kubernetes-nmstate",
             io::Error::from_raw_os_error(libc::EBADF),
         );
         let shared = agent_runtime::Error::wrap("starting", locking);

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use nmstate_handler as nmstate;
 use node_agent::cli::{self, Command, NODE_NAME_ENV};
-use node_agent::error::report;
 use node_agent::{gc, install, probe, run, uninstall};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
@@ -29,7 +28,7 @@ fn main() -> ExitCode {
     match execute() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{}", report(e.as_ref()));
+            tracing::error!("{}", error_context::report(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::marker::{self, Mark, Plan};
 
 pub struct NodeStatus {
@@ -38,7 +38,7 @@ impl NodeStatus {
             .api
             .get(&self.name)
             .await
-            .map_err(|e| Error::kube(format!("reading node {}", self.name), e))?;
+            .with_context(|| format!("reading node {}", self.name))?;
         Ok(node
             .status
             .and_then(|s| s.capacity)
@@ -53,10 +53,7 @@ impl NodeStatus {
         self.api
             .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|e| {
-                let action = format!("patching the status of node {} with {patch}", self.name);
-                Error::kube(action, e)
-            })?;
+            .with_context(|| format!("patching the status of node {} with {patch}", self.name))?;
         Ok(())
     }
 

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::atomic;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// The record's file name in the destination directory. It keeps the agent's earlier name: it is
 /// node state, and a node upgraded in place must still find what the previous release installed.
@@ -70,13 +70,16 @@ impl Record {
     /// cannot be read is an error: without it every file would look foreign.
     pub fn load(dir: &Path) -> Result<Record> {
         let path = dir.join(RECORD_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|source| Error::Record { path, source })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Record::default()),
-            Err(e) => Err(Error::io("reading", &path, e)),
-        }
+        let bytes = match fs::read(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Record::default()),
+            read => read.with_context(|| format!("reading {}", path.display()))?,
+        };
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{} is not a record of node-agent (move it away to start afresh)",
+                path.display()
+            )
+        })
     }
 
     /// Whether a file at `name` with `sha256` is ours: the sha256 recorded for it, or the one
@@ -98,8 +101,7 @@ impl Record {
             return atomic::fsync_dir(dir);
         }
         // Maps with string keys and strings: encoding cannot fail.
-        let mut bytes = serde_json::to_vec_pretty(self)
-            .map_err(|e| Error::msg(format!("encoding the record: {e}")))?;
+        let mut bytes = serde_json::to_vec_pretty(self).context("encoding the record")?;
         bytes.push(b'\n');
         atomic::write_atomically(dir, RECORD_FILE, &bytes, 0o644)
     }

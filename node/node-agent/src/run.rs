@@ -19,7 +19,7 @@ use tracing::{info, info_span, warn, Instrument};
 
 use crate::bridges::Source;
 use crate::cli::{GcLoop, MarkOptions, RunOptions};
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::gc::round;
 use crate::install;
 use crate::marker::Published;
@@ -77,12 +77,8 @@ async fn serve(opts: &RunOptions) -> Result<()> {
     if let Some(address) = opts.metrics_address {
         let listener = tokio::net::TcpListener::bind(address)
             .await
-            .map_err(|source| agent_runtime::Error::System {
-                action: "listening for the metrics",
-                source,
-            })?;
-        let tls = http_endpoint::self_signed(&http_endpoint::tls::local_names())
-            .map_err(|e| agent_runtime::Error::Message(e.to_string()))?;
+            .context("listening for the metrics")?;
+        let tls = http_endpoint::self_signed(&http_endpoint::tls::local_names())?;
         info!("serving the collection's metrics at https://{address}/metrics, to tokens allowed to get /metrics");
         let metrics = Arc::clone(&metrics);
         let authorizer = Arc::new(http_endpoint::Authorizer::new(client.clone()));
@@ -219,7 +215,7 @@ async fn round(
     let listing = Arc::clone(source);
     let bridges = tokio::task::spawn_blocking(move || listing.list())
         .await
-        .map_err(|e| Error::msg(format!("listing bridges: {e}")))??;
+        .context("listing bridges")??;
     let now = Instant::now();
     if !published.needs_sync(&bridges, now) {
         return Ok(());

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tracing::{info, info_span};
 
 use crate::atomic;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::install::{check_name, inspect, Existing};
 use crate::record::{self, Record};
 use agent_runtime::lock::DirLock;
@@ -157,8 +157,9 @@ fn uninstall_plugins(opts: &Options) -> Result<Report> {
 fn put_back(target: &Path, original: Option<&Path>) -> Result<Option<String>> {
     match original {
         Some(original) => {
-            fs::rename(original, target)
-                .map_err(|e| Error::io_pair("renaming", original, target, e))?;
+            fs::rename(original, target).with_context(|| {
+                format!("renaming {} to {}", original.display(), target.display())
+            })?;
             Ok(Some(
                 original
                     .file_name()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use wait_timeout::ChildExt;
 
-use crate::error::{Error, Result, VersionError};
+use crate::error::{Context, Result, VersionError};
 
 /// A plugin that has not answered VERSION by then is broken.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,10 +63,8 @@ fn drain(
 
 /// Runs `path` with CNI_COMMAND=VERSION and parses its answer.
 pub fn version(path: &Path) -> Result<PluginVersion> {
-    ask_version(path, TIMEOUT).map_err(|source| Error::Version {
-        path: path.to_path_buf(),
-        source,
-    })
+    ask_version(path, TIMEOUT)
+        .with_context(|| format!("running {} with CNI_COMMAND=VERSION", path.display()))
 }
 
 /// `timeout` bounds the whole: the run, and the reading of what it printed.
@@ -104,6 +102,7 @@ fn ask_version(path: &Path, timeout: Duration) -> std::result::Result<PluginVers
         let left = deadline.saturating_duration_since(Instant::now());
         let (stream, bytes) = outputs
             .recv_timeout(left)
+            // The channel's error only says that the deadline passed.
             .map_err(|_| VersionError::OutputOpen { status, timeout })?;
         match stream {
             Stream::Stdout => stdout = bytes?,
@@ -126,6 +125,7 @@ fn ask_version(path: &Path, timeout: Duration) -> std::result::Result<PluginVers
 /// Parses a VERSION answer: both fields present, neither empty.
 pub fn parse(stdout: &[u8]) -> std::result::Result<PluginVersion, VersionError> {
     let output = || String::from_utf8_lossy(stdout).trim().to_string();
+    // What the plugin printed goes with the decoder's complaint: it shows what went wrong.
     let v: PluginVersion =
         serde_json::from_slice(stdout).map_err(|source| VersionError::NotAnAnswer {
             output: output(),
@@ -234,7 +234,7 @@ mod tests {
         let err = version(Path::new("/bin/false")).expect_err("exit 1");
         assert_eq!(
             err.report(),
-            "running /bin/false with CNI_COMMAND=VERSION: exit status: 1: "
+            "running /bin/false with CNI_COMMAND=VERSION: exit status: 1:"
         );
     }
 }

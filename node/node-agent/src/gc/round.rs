@@ -16,7 +16,7 @@ use kube::Client;
 use tracing::{info, warn};
 
 use crate::cri;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::gc::attachments::{self, LiveSandbox, Plan, PodInfo};
 use crate::gc::collect::{self, Node, GC_TIMEOUT};
 use crate::gc::networks::{self, Network, Source};
@@ -128,7 +128,7 @@ pub async fn collect_garbage(
             .unwrap_or(Path::new(cni_common::gc_lock::GC_LOCK_FILE)),
     );
     let _lock = cni_common::gc_lock::exclusive(&lock_path, LOCK_WAIT)
-        .map_err(|e| Error::io("locking", &lock_path, e))?;
+        .with_context(|| format!("locking {}", lock_path.display()))?;
     let sandboxes = cri::list_pod_sandboxes(&opts.cri_socket, CRI_TIMEOUT).await?;
     let mut pods = node_pods(client, &opts.node_name).await?;
     let live: Vec<LiveSandbox> = sandboxes
@@ -176,7 +176,7 @@ pub async fn collect_garbage(
                 collect::run_gc(&node, &plugin, &request, GC_TIMEOUT)
             })
             .await
-            .map_err(|e| Error::msg(format!("running GC: {e}")))?;
+            .context("running GC")?;
             for what in outcome.collected {
                 info!(network = %network.name, "collected {what}");
                 report.collected.push(format!("{}: {what}", network.name));
@@ -214,7 +214,7 @@ async fn node_pods(client: &Client, node: &str) -> Result<Vec<PodInfo>> {
     let pods = api
         .list(&params)
         .await
-        .map_err(|e| Error::kube(format!("listing the pods of node {node}"), e))?;
+        .with_context(|| format!("listing the pods of node {node}"))?;
     Ok(pods.items.iter().map(pod_info).collect())
 }
 
@@ -272,14 +272,8 @@ async fn network_attachment_definitions(client: &Client) -> Result<Vec<(String, 
     let resource = ApiResource::from_gvk_with_plural(&gvk, "network-attachment-definitions");
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let list = match api.list(&ListParams::default()).await {
-        Ok(list) => list,
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(Error::kube(
-                "listing the NetworkAttachmentDefinitions".to_string(),
-                e,
-            ))
-        }
+        list => list.context("listing the NetworkAttachmentDefinitions")?,
     };
     Ok(list
         .items

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::Action;
 use crate::digest;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 use crate::record::{Entry, MODE};
 
 /// What is at the destination path now.
@@ -85,13 +85,13 @@ pub fn decide(
 /// Looks at `path` without following a symlink there.
 pub fn inspect(path: &Path) -> Result<Existing> {
     let meta = match fs::symlink_metadata(path) {
-        Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
-        Err(e) => return Err(Error::io("looking at", path, e)),
+        meta => meta.with_context(|| format!("looking at {}", path.display()))?,
     };
     let kind = meta.file_type();
     if kind.is_symlink() {
-        let target = fs::read_link(path).map_err(|e| Error::io("reading the symlink", path, e))?;
+        let target = fs::read_link(path)
+            .with_context(|| format!("reading the symlink {}", path.display()))?;
         return Ok(Existing::Symlink {
             target: target.display().to_string(),
         });
@@ -106,7 +106,8 @@ pub fn inspect(path: &Path) -> Result<Existing> {
     }
     // O_NOFOLLOW: if it became a symlink since, fail rather than hash what it points to.
     let file = open_nofollow(path)?;
-    let sha256 = digest::sha256_reader(file).map_err(|e| Error::io("reading", path, e))?;
+    let sha256 =
+        digest::sha256_reader(file).with_context(|| format!("reading {}", path.display()))?;
     Ok(Existing::Regular {
         sha256,
         mode: meta.permissions().mode(),
@@ -119,7 +120,7 @@ fn open_nofollow(path: &Path) -> Result<File> {
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| Error::io("opening", path, e))
+        .with_context(|| format!("opening {}", path.display()))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{Decision, Planned};
 use crate::atomic;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::record::{self, Entry};
 
 /// Fails, naming every foreign file and the flag, before anything is written.
@@ -56,7 +56,9 @@ pub(super) fn keep_original(
     let temp = to.join(atomic::temp_name(&format!("{name}.orig")));
     atomic::remove_if_exists(&temp)?;
     // link(2) does not follow a symlink: a symlink is kept as the symlink it is.
-    fs::hard_link(&target, &temp).map_err(|e| Error::io_pair("linking", &target, &temp, e))?;
-    fs::rename(&temp, &orig_path).map_err(|e| Error::io_pair("renaming", &temp, &orig_path, e))?;
+    fs::hard_link(&target, &temp)
+        .with_context(|| format!("linking {} to {}", target.display(), temp.display()))?;
+    fs::rename(&temp, &orig_path)
+        .with_context(|| format!("renaming {} to {}", temp.display(), orig_path.display()))?;
     Ok(Some(orig))
 }

@@ -6,7 +6,7 @@ use std::fs;
 use cni_common::node_policy::POLICY_FILE_NAME;
 
 use super::Options;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 
 /// One binary to install: the name it gets in the destination directory, and the file in the
 /// source directory it is a copy of. They differ for the second names some configs use for
@@ -63,9 +63,9 @@ pub(super) fn plugin_list(opts: &Options) -> Result<Vec<Plugin>> {
         Some(plugins) => plugins.clone(),
         None => {
             let mut names = Vec::new();
-            let listing = |e| Error::io("listing", &opts.from, e);
-            for entry in fs::read_dir(&opts.from).map_err(listing)? {
-                let entry = entry.map_err(listing)?;
+            let listing = || format!("listing {}", opts.from.display());
+            for entry in fs::read_dir(&opts.from).with_context(listing)? {
+                let entry = entry.with_context(listing)?;
                 let name = entry.file_name().to_string_lossy().into_owned();
                 // The policy file beside a build's plugins is no plugin.
                 if !name.starts_with('.') && name != POLICY_FILE_NAME && entry.path().is_file() {

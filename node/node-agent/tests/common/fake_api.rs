@@ -43,9 +43,7 @@ pub struct Cluster {
 /// the namespace it was created in, whichever thread accepts on it.
 pub fn fake_api_server(ns: &NetNs, cluster: Arc<Mutex<Cluster>>) -> u16 {
     let listener = ns
-        .run(|| {
-            TcpListener::bind("127.0.0.1:0").map_err(|e| cni_common::Error::system(e.to_string()))
-        })
+        .run(|| Ok(TcpListener::bind("127.0.0.1:0")?))
         .expect("listen in the namespace");
     let port = listener.local_addr().expect("addr").port();
     thread::spawn(move || {
