@@ -141,6 +141,7 @@ fn read_pods(pods: &[PodInfo], started: &[bool]) -> Result<Vec<Option<Ifnames>>,
                 why,
             };
             if let Err(why) = &ifnames {
+                let why = why.report();
                 return Err(defer(format!("pod {}/{}: {why}", pod.namespace, pod.name)));
             }
             if !started {

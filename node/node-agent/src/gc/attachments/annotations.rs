@@ -6,23 +6,24 @@ use serde_json::Value;
 
 use super::ifnames::Ifnames;
 use super::PodInfo;
+use crate::error::{Context, Error, Result};
 
 /// The pod annotation listing the networks Multus attaches.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 /// The pod annotation where Multus reports the attachments it made.
 pub const NETWORK_STATUS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/network-status";
 
-pub(super) fn pod_ifnames(pod: &PodInfo) -> Result<Ifnames, String> {
+pub(super) fn pod_ifnames(pod: &PodInfo) -> Result<Ifnames> {
     let mut ifnames = Ifnames::default();
     if let Some(text) = &pod.networks {
         let selections = selections(text)
-            .map_err(|e| format!("annotation {NETWORKS_ANNOTATION} does not parse: {e}"))?;
+            .with_context(|| format!("annotation {NETWORKS_ANNOTATION} does not parse"))?;
         ifnames.networks = selections.len();
         ifnames.named.extend(selections.into_iter().flatten());
     }
     if let Some(text) = &pod.network_status {
         let named = status_interfaces(text)
-            .map_err(|e| format!("annotation {NETWORK_STATUS_ANNOTATION} does not parse: {e}"))?;
+            .with_context(|| format!("annotation {NETWORK_STATUS_ANNOTATION} does not parse"))?;
         ifnames.named.extend(named);
     }
     // No attachment can have a name the kernel refuses, and the list stays bounded by them.
@@ -37,13 +38,13 @@ pub(super) fn pod_ifnames(pod: &PodInfo) -> Result<Ifnames, String> {
 /// `[namespace/]name[@interface]`. Only the structure is required: the values Multus would
 /// refuse (a malformed name, MAC or IP) would have failed the pod's ADD, leaving nothing to
 /// lose, and their interface names are kept all the same.
-fn selections(text: &str) -> Result<Vec<Vec<String>>, String> {
+fn selections(text: &str) -> Result<Vec<Vec<String>>> {
     if text.is_empty() {
         return Ok(Vec::new());
     }
     if text.contains(['[', '{', '"']) {
-        let Value::Array(entries) = serde_json::from_str(text).map_err(|e| e.to_string())? else {
-            return Err("not a JSON list".to_string());
+        let Value::Array(entries) = serde_json::from_str(text)? else {
+            return Err(Error::msg("not a JSON list"));
         };
         return entries
             .iter()
@@ -55,7 +56,7 @@ fn selections(text: &str) -> Result<Vec<Vec<String>>, String> {
             let item = item.trim();
             let after_namespace = match item.split('/').collect::<Vec<_>>()[..] {
                 [name] | [_, name] => name,
-                _ => return Err(format!("{item:?} has more than one '/'")),
+                _ => return Err(Error::msg(format!("{item:?} has more than one '/'"))),
             };
             match after_namespace.split('@').collect::<Vec<_>>()[..] {
                 [_] => Ok(Vec::new()),
@@ -64,19 +65,19 @@ fn selections(text: &str) -> Result<Vec<Vec<String>>, String> {
                     .map(str::to_string)
                     .into_iter()
                     .collect()),
-                _ => Err(format!("{item:?} has more than one '@'")),
+                _ => Err(Error::msg(format!("{item:?} has more than one '@'"))),
             }
         })
         .collect()
 }
 
 /// The interfaces of Multus's `network-status`: a JSON list of objects (empty text: none).
-fn status_interfaces(text: &str) -> Result<Vec<String>, String> {
+fn status_interfaces(text: &str) -> Result<Vec<String>> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let Value::Array(entries) = serde_json::from_str(text).map_err(|e| e.to_string())? else {
-        return Err("not a JSON list".to_string());
+    let Value::Array(entries) = serde_json::from_str(text)? else {
+        return Err(Error::msg("not a JSON list"));
     };
     let mut interfaces = Vec::new();
     for entry in &entries {
@@ -86,9 +87,9 @@ fn status_interfaces(text: &str) -> Result<Vec<String>, String> {
 }
 
 /// The string values, in an object, of every key that folds to one of `keys` (lowercase).
-fn interfaces_of(entry: &Value, keys: &[&str]) -> Result<Vec<String>, String> {
+fn interfaces_of(entry: &Value, keys: &[&str]) -> Result<Vec<String>> {
     let Value::Object(entry) = entry else {
-        return Err("an entry is not a JSON object".to_string());
+        return Err(Error::msg("an entry is not a JSON object"));
     };
     let mut found = Vec::new();
     for (key, value) in entry {
@@ -98,7 +99,7 @@ fn interfaces_of(entry: &Value, keys: &[&str]) -> Result<Vec<String>, String> {
         match value {
             Value::String(name) if !name.is_empty() => found.push(name.clone()),
             Value::String(_) | Value::Null => {}
-            _ => return Err(format!("{key:?} is not a string")),
+            _ => return Err(Error::msg(format!("{key:?} is not a string"))),
         }
     }
     Ok(found)

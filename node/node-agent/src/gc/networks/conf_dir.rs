@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::config::{ours_in, Form, Parsed};
 use super::files::{conf_files, read_object};
 use super::{Network, Source, Unreadable};
+use crate::error::Result;
 
 /// The extensions libcni's runtimes read in a conf dir.
 const CONF_EXTENSIONS: [&str; 3] = [".conf", ".conflist", ".json"];
@@ -56,7 +57,7 @@ pub fn node_networks(dir: &Path, ours: &BTreeSet<String>) -> (Vec<Network>, Vec<
             Err(why) => {
                 unreadable.push(Unreadable {
                     source: file.display().to_string(),
-                    why,
+                    why: why.report(),
                 });
                 continue;
             }
@@ -88,7 +89,7 @@ fn multus_cluster_network(object: &Map<String, Value>, dir: &Path) -> Option<Pat
 }
 
 /// One conf file of the node: a list when it ends in `.conflist`, else a single plugin.
-fn node_file(file: &Path, ours: &BTreeSet<String>) -> Result<Option<Parsed>, String> {
+fn node_file(file: &Path, ours: &BTreeSet<String>) -> Result<Option<Parsed>> {
     parsed_file(file, &read_object(file)?, ours)
 }
 
@@ -97,7 +98,7 @@ fn parsed_file(
     file: &Path,
     object: &Map<String, Value>,
     ours: &BTreeSet<String>,
-) -> Result<Option<Parsed>, String> {
+) -> Result<Option<Parsed>> {
     let form = if file.as_os_str().as_bytes().ends_with(b".conflist") {
         Form::List { dir: file.parent() }
     } else {

@@ -11,6 +11,7 @@ use cni_common::version::SpecVersion;
 use serde_json::{Map, Value};
 
 use super::files::{conf_files, read_object};
+use crate::error::{self, Context, Error};
 
 /// How a config is read.
 #[derive(Clone, Copy)]
@@ -33,20 +34,26 @@ pub(super) struct Parsed {
 /// Why a config cannot be read.
 enum Broken {
     /// The config itself: it matters only when it names one of ours.
-    Config(String),
+    Config(Error),
     /// A plugin file of a list's subdirectory: whose plugin it is cannot be told.
-    PluginFile(String),
+    PluginFile(Error),
+}
+
+impl From<Error> for Broken {
+    fn from(why: Error) -> Broken {
+        Broken::Config(why)
+    }
 }
 
 impl From<String> for Broken {
     fn from(why: String) -> Broken {
-        Broken::Config(why)
+        Broken::Config(Error::msg(why))
     }
 }
 
 impl From<&str> for Broken {
     fn from(why: &str) -> Broken {
-        Broken::Config(why.to_string())
+        Broken::Config(Error::msg(why))
     }
 }
 
@@ -56,7 +63,7 @@ pub(super) fn ours_in(
     object: &Map<String, Value>,
     form: Form<'_>,
     ours: &BTreeSet<String>,
-) -> Result<Option<Parsed>, String> {
+) -> error::Result<Option<Parsed>> {
     match parse(object, form) {
         Ok(config) => {
             if config.disable_gc {
@@ -129,7 +136,7 @@ fn network_name(object: &Map<String, Value>, form: Form<'_>) -> Result<String, B
         (None, None) => return Err("no \"name\"".into()),
         (Some(_), _) => return Err("\"name\" is not a string".into()),
     };
-    validate_network_name(&name).map_err(|e| format!("network name {name:?}: {e}"))?;
+    validate_network_name(&name).with_context(|| format!("network name {name:?}"))?;
     Ok(name)
 }
 
@@ -154,7 +161,7 @@ fn list_plugins(
             .enumerate()
             .map(|(i, entry)| match entry {
                 Value::Object(plugin) => Ok(plugin.clone()),
-                _ => Err(format!("plugin {i} is not an object")),
+                _ => Err(Broken::from(format!("plugin {i} is not an object"))),
             })
             .collect::<Result<Vec<_>, _>>()?,
         Some(_) => return Err("\"plugins\" is not a list".into()),
@@ -172,7 +179,7 @@ fn list_plugins(
         .enumerate()
         .map(|(i, mut plugin)| {
             let kind = plugin_type(&plugin)?
-                .ok_or_else(|| Broken::Config(format!("plugin {i} has no \"type\"")))?;
+                .ok_or_else(|| Broken::from(format!("plugin {i} has no \"type\"")))?;
             plugin.insert("name".to_string(), Value::String(name.to_string()));
             plugin.insert("cniVersion".to_string(), Value::String(version.clone()));
             Ok((kind, Value::Object(plugin)))
@@ -182,17 +189,20 @@ fn list_plugins(
 
 /// The `*.conf` files of a list's subdirectory, each one plugin with its `type`.
 fn subdirectory_plugins(dir: &Path) -> Result<Vec<Map<String, Value>>, Broken> {
-    let broken =
-        |file: &Path, why: String| Broken::PluginFile(format!("{}: {why}", file.display()));
-    let files = conf_files(dir, &[".conf"]).map_err(|e| broken(dir, e.to_string()))?;
+    let files = conf_files(dir, &[".conf"])
+        .with_context(|| dir.display().to_string())
+        .map_err(Broken::PluginFile)?;
     files
         .iter()
         .map(|file| {
-            let plugin = read_object(file).map_err(|why| broken(file, why))?;
-            match plugin_type(&plugin) {
-                Ok(Some(_)) => Ok(plugin),
-                _ => Err(broken(file, "no \"type\"".to_string())),
-            }
+            let plugin = match read_object(file) {
+                Ok(plugin) if matches!(plugin_type(&plugin), Ok(Some(_))) => Ok(plugin),
+                Ok(_) => Err(Error::msg("no \"type\"")),
+                Err(e) => Err(e),
+            };
+            plugin
+                .with_context(|| file.display().to_string())
+                .map_err(Broken::PluginFile)
         })
         .collect()
 }

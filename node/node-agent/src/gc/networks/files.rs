@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::error::{Context, Error, Result};
+
 /// libcni's `ConfFiles`, sorted as containerd sorts them: the entries of `dir` whose name ends
 /// in one of `extensions` after its last dot, directories left out.
 pub(super) fn conf_files(dir: &Path, extensions: &[&str]) -> io::Result<Vec<PathBuf>> {
@@ -40,21 +42,18 @@ pub(super) fn conf_files(dir: &Path, extensions: &[&str]) -> io::Result<Vec<Path
 
 /// A regular file's JSON object. Opened without blocking: a FIFO left in the directory would
 /// otherwise hold the agent until someone writes to it.
-pub(super) fn read_object(file: &Path) -> Result<Map<String, Value>, String> {
+pub(super) fn read_object(file: &Path) -> Result<Map<String, Value>> {
     let mut handle = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(file)
-        .map_err(|e| e.to_string())?;
-    let regular = handle.metadata().map_err(|e| e.to_string())?.is_file();
-    if !regular {
-        return Err("not a regular file".to_string());
+        .open(file)?;
+    if !handle.metadata()?.is_file() {
+        return Err(Error::msg("not a regular file"));
     }
     let mut text = Vec::new();
-    handle.read_to_end(&mut text).map_err(|e| e.to_string())?;
-    match serde_json::from_slice(&text) {
-        Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err("not a JSON object".to_string()),
-        Err(e) => Err(format!("not JSON: {e}")),
+    handle.read_to_end(&mut text)?;
+    match serde_json::from_slice(&text).context("not JSON")? {
+        Value::Object(object) => Ok(object),
+        _ => Err(Error::msg("not a JSON object")),
     }
 }

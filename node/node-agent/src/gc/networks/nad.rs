@@ -33,7 +33,10 @@ pub fn nad_network(
         Ok(_) => return Err(unreadable("spec.config is not a JSON object".to_string())),
         Err(e) => return Err(unreadable(format!("spec.config is not JSON: {e}"))),
     };
-    let parsed = ours_in(&object, Form::Nad { name }, ours).map_err(unreadable)?;
+    let parsed = match ours_in(&object, Form::Nad { name }, ours) {
+        Ok(parsed) => parsed,
+        Err(why) => return Err(unreadable(why.report())),
+    };
     Ok(parsed.map(
         |Parsed {
              name: network,
