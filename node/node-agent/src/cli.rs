@@ -27,6 +27,7 @@ mod usage_error;
 mod values;
 
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -44,7 +45,7 @@ pub use defaults::{
     DEFAULT_OVSDB, DEFAULT_TO, NODE_NAME_ENV,
 };
 pub use options::{GcLoop, MarkOptions, RunOptions};
-pub use values::parse_duration;
+pub use values::{parse_duration, DurationError};
 
 use options::{gc_options, install_options, names, run_options};
 use usage_error::usage_error;
@@ -119,7 +120,7 @@ struct NmstateReadyArgs {
 #[derive(Debug, Clone)]
 struct ProbeList(Vec<Probe>);
 
-fn parse_probes(s: &str) -> std::result::Result<ProbeList, String> {
+fn parse_probes(s: &str) -> std::result::Result<ProbeList, <Probe as FromStr>::Err> {
     if s == "none" {
         return Ok(ProbeList(Vec::new()));
     }

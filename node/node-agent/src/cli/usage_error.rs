@@ -88,7 +88,7 @@ impl Mistake<'_> {
     /// A value our parser refused: its reason.
     fn failed_validation(&self) -> String {
         let why = std::error::Error::source(self.0)
-            .map(ToString::to_string)
+            .map(error_context::report)
             .unwrap_or_default();
         format!("{} {:?}: {why}", self.flag(), self.value())
     }

@@ -14,10 +14,8 @@ use crate::install;
 pub(super) struct PluginList(pub(super) Vec<install::Plugin>);
 
 /// An absolute path without `.` or `..` components, as the plugins accept in the policy.
-pub(super) fn absolute_path(s: &str) -> std::result::Result<PathBuf, String> {
-    node_policy::check_plain_path("the directory", s)
-        .map(|()| PathBuf::from(s))
-        .map_err(|e| e.msg())
+pub(super) fn absolute_path(s: &str) -> cni_common::Result<PathBuf> {
+    node_policy::check_plain_path("the directory", s).map(|()| PathBuf::from(s))
 }
 
 pub(super) fn non_empty(s: &str) -> std::result::Result<String, &'static str> {
@@ -49,17 +47,30 @@ pub(super) fn parse_plugins(s: &str) -> Result<PluginList> {
     Ok(PluginList(plugins))
 }
 
+/// Why a duration is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationError {
+    /// Zero, or more seconds than a duration holds.
+    #[error("expected e.g. 500ms, 30s, 5m, 1h")]
+    OutOfRange,
+    #[error(transparent)]
+    NotADuration(#[from] net_types::GoDurationError),
+}
+
 /// A Go duration (`500ms`, `30s`, `5m`, `1h30m`, as the operator writes them), or a number of
 /// seconds; more than zero.
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let bad = || Error::msg("expected e.g. 500ms, 30s, 5m, 1h");
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, DurationError> {
     let d = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        Duration::from_secs(s.parse().map_err(|_| bad())?)
+        // Digits only: they fail to parse only when there are too many.
+        let Ok(secs) = s.parse() else {
+            return Err(DurationError::OutOfRange);
+        };
+        Duration::from_secs(secs)
     } else {
-        net_types::parse_go_duration(s).map_err(|e| Error::msg(e.to_string()))?
+        net_types::parse_go_duration(s)?
     };
     if d.is_zero() {
-        return Err(bad());
+        return Err(DurationError::OutOfRange);
     }
     Ok(d)
 }
