@@ -1,6 +1,6 @@
-//! The error of the node agent's shared pieces and of kubernetes-nmstate's handler: what was
-//! being done (`.context(..)`, `.with_context(|| ..)`), with the error that stopped it as its
-//! source, printed on one line, outermost first, by [`error_context::report`].
+//! The error of what the node agent and kubernetes-nmstate's handler share: what was being
+//! done (`.context(..)`, `.with_context(|| ..)`), with the error that stopped it as its source,
+//! printed on one line, outermost first, by [`error_context::report`].
 
 use std::io;
 

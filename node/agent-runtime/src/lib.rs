@@ -4,10 +4,10 @@
 //! directory. They live here so that the handler is a crate of its own that does not depend on
 //! the node agent.
 //!
-//! Their error is this crate's small `Error` (files, system calls, API requests, netlink,
-//! messages, each with what was being done): the handler's error is this one, and the
-//! node agent's holds it as one transparent variant, so that a message reads the same whichever
-//! crate it passed through.
+//! What fails here fails with this crate's small `Error` (files, system calls, API requests,
+//! netlink, messages, each with what was being done); the node agent's error and the handler's
+//! hold it as one transparent variant, so that a message reads the same whichever crate it
+//! passed through.
 
 pub mod error;
 pub mod link_events;
