@@ -12,6 +12,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use error_context::report;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::Client;
@@ -24,7 +25,7 @@ use super::probes::Probe;
 use super::resources::{self, NODE_LABEL, POLICY_LABEL};
 use super::rollout;
 use super::transitions::{self, Facts, Known, Started, Step};
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -71,7 +72,7 @@ impl Handler {
         let node = node_api(&client)
             .get(&opts.node_name)
             .await
-            .map_err(|e| Error::kube(format!("reading node {}", opts.node_name), e))?;
+            .with_context(|| format!("reading node {}", opts.node_name))?;
         Ok(Handler {
             policies: resources::policies(&client),
             enactments: resources::enactments(&client),
@@ -93,7 +94,7 @@ impl Handler {
             .policies
             .list(&ListParams::default())
             .await
-            .map_err(|e| Error::kube("listing the NodeNetworkConfigurationPolicies", e))?
+            .context("listing the NodeNetworkConfigurationPolicies")?
             .items;
         list.sort_by(|a, b| {
             (
@@ -118,7 +119,7 @@ impl Handler {
                     synced.changed |= r.changed;
                     synced.pending |= r.pending;
                 }
-                Err(e) => warn!("policy {name}: {}", e.report()),
+                Err(e) => warn!("policy {name}: {}", report(&e)),
             }
             if rollout::matches(&policy.data["spec"]["nodeSelector"], &labels) {
                 if let Ok(desired) = DesiredState::parse(&policy.data["spec"]["desiredState"]) {
@@ -139,7 +140,7 @@ impl Handler {
             .enactments
             .list(&mine)
             .await
-            .map_err(|e| Error::kube("listing this node's enactments", e))?;
+            .context("listing this node's enactments")?;
         for e in enactments.items {
             let policy = e.metadata.labels.as_ref().and_then(|l| l.get(POLICY_LABEL));
             let gone = !policies.iter().any(|p| p.metadata.name.as_ref() == policy);
@@ -154,9 +155,10 @@ impl Handler {
 
     async fn delete_enactment(&self, name: &str) -> Result<()> {
         match self.enactments.delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(Error::kube(format!("deleting enactment {name}"), e)),
+            deleted => deleted
+                .map(drop)
+                .with_context(|| format!("deleting enactment {name}")),
         }
     }
 
@@ -164,7 +166,7 @@ impl Handler {
         let node = node_api(&self.client)
             .get(&self.opts.node_name)
             .await
-            .map_err(|e| Error::kube(format!("reading node {}", self.opts.node_name), e))?;
+            .with_context(|| format!("reading node {}", self.opts.node_name))?;
         Ok(node.metadata.labels.unwrap_or_default())
     }
 
@@ -181,7 +183,7 @@ impl Handler {
             .enactments
             .get_opt(&enactment_name)
             .await
-            .map_err(|e| Error::kube(format!("reading enactment {enactment_name}"), e))?;
+            .with_context(|| format!("reading enactment {enactment_name}"))?;
         let status = existing.as_ref().map(|e| &e.data["status"]);
         let facts = Facts {
             matches: rollout::matches(&policy.data["spec"]["nodeSelector"], labels),
@@ -265,12 +267,12 @@ impl Handler {
     async fn create_enactment(&self, enactment: &Enacting<'_>) -> Result<()> {
         let name = enactment.enactment;
         let object = resources::new_enactment(&self.opts.node_name, &self.node_uid, enactment.name);
-        let object: DynamicObject = serde_json::from_value(object)
-            .map_err(|e| Error::msg(format!("enactment {name}: {e}")))?;
+        let object: DynamicObject =
+            serde_json::from_value(object).with_context(|| format!("enactment {name}"))?;
         self.enactments
             .create(&PostParams::default(), &object)
             .await
-            .map_err(|e| Error::kube(format!("creating enactment {name}"), e))?;
+            .with_context(|| format!("creating enactment {name}"))?;
         Ok(())
     }
 
@@ -306,7 +308,7 @@ impl Handler {
             .policies
             .get(name)
             .await
-            .map_err(|e| Error::kube(format!("reading policy {name}"), e))?;
+            .with_context(|| format!("reading policy {name}"))?;
         let result = match self.apply(&policy, Started::Again).await {
             Ok(summary) => {
                 info!("policy {name}: applied again after start ({summary})");

@@ -12,12 +12,13 @@
 //!
 //! Of the node agent it needs only what every long-running command shares (the runtime, the
 //! API client, stop signals, the directory lock, link notifications), which is in
-//! `agent_runtime`, and that crate's error is its own: its failures are requests, files and
-//! system calls, the kinds that error already tells, and `node-agent` takes it into its own
-//! error with the same text. Nothing here depends on the installer.
+//! `agent_runtime`; that crate's error is one variant of the handler's own (`error`), which
+//! adds what only the handler meets: the node's network state, policies it cannot use, probes.
+//! Nothing here depends on the installer.
 
 pub mod conditions;
 pub mod enact;
+pub mod error;
 pub mod probes;
 pub mod resources;
 pub mod rollout;
@@ -40,9 +41,10 @@ use tracing::{info, warn};
 use agent_runtime::link_events::{next_change, LinkWatch};
 use agent_runtime::lock::DirLock;
 use agent_runtime::runtime;
-pub use agent_runtime::{error, Error, Result};
 pub use enact::Options;
 use enact::{Handler, Synced};
+use error::Context;
+pub use error::{Error, Result};
 use state_report::StateReport;
 
 /// Where the DaemonSet mounts the node's directory of the handler.
@@ -68,27 +70,23 @@ pub fn ready(state_dir: &Path) -> Result<()> {
     if mark.exists() {
         Ok(())
     } else {
-        Err(Error::msg(format!(
-            "{} is missing: the node's policies are not applied yet",
-            mark.display()
-        )))
+        Err(Error::NotReady(mark))
     }
 }
 
 pub fn run(opts: &Options) -> Result<()> {
     std::fs::create_dir_all(&opts.state_dir)
-        .map_err(|e| Error::io("creating", &opts.state_dir, e))?;
+        .with_context(|| format!("creating {}", opts.state_dir.display()))?;
     // One handler per node: a second (an old pod still terminating) waits here.
     let _lock = DirLock::acquire(&opts.state_dir)?;
     let mark = ready_mark(&opts.state_dir);
     match std::fs::remove_file(&mark) {
-        Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("removing", &mark, e)),
+        removed => removed.with_context(|| format!("removing {}", mark.display()))?,
     }
     let journal = journal_path(&opts.state_dir);
     if let Some(restored) = nmstate_netlink::recover(&journal)
-        .map_err(|e| Error::msg(format!("restoring {}: {e}", journal.display())))?
+        .with_context(|| format!("restoring {}", journal.display()))?
     {
         warn!("an apply was interrupted; the node was put back as it was before: {restored}");
     }
@@ -111,7 +109,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         report.set_named(synced.named);
         // The policies are what readiness means; a state not written now is at the next try.
         if let Err(e) = report.refresh().await {
-            warn!("{}", e.report());
+            warn!("{}", error_context::report(&e));
         }
         Ok::<(), Error>(())
     };
@@ -119,14 +117,14 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         () = runtime::stop_signal(&mut term, &mut int) => return Ok(()),
         done = started => { done?; }
     }
-    std::fs::write(mark, b"").map_err(|e| Error::io("writing", mark, e))?;
+    std::fs::write(mark, b"").with_context(|| format!("writing {}", mark.display()))?;
     info!(
         "node {}: policies applied; following them, probes {:?} for {:?}",
         opts.node_name, opts.probes, opts.probe_timeout
     );
     let otherwise = format!("the state is read every {RESYNC:?} only");
     let mut links = LinkWatch::open_every()
-        .inspect_err(|e| warn!("{}; {otherwise}", e.report()))
+        .inspect_err(|e| warn!("{}; {otherwise}", error_context::report(e)))
         .ok();
     let policies = resources::policies(&client);
     let mut ticker = tokio::time::interval(RESYNC);
@@ -139,7 +137,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
         let mut events = match policies.watch(&params, &version).await {
             Ok(stream) => stream.boxed(),
             Err(e) => {
-                warn!("watching the policies: {e}");
+                warn!("watching the policies: {}", error_context::report(&e));
                 version = "0".to_string();
                 futures::stream::empty().boxed()
             }
@@ -155,7 +153,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
                 }
                 () = next_change(&mut links, SETTLE, &otherwise) => {
                     if let Err(e) = report.refresh().await {
-                        warn!("{}", e.report());
+                        warn!("{}", error_context::report(&e));
                     }
                 }
                 event = events.next() => match event {
@@ -178,7 +176,7 @@ async fn serve(opts: &Options, mark: &Path) -> Result<()> {
                         break;
                     }
                     Some(Err(e)) => {
-                        warn!("watching the policies: {e}");
+                        warn!("watching the policies: {}", error_context::report(&e));
                         break;
                     }
                     None => break,
@@ -217,9 +215,9 @@ async fn sync_and_report(handler: &Handler, report: &mut StateReport, seen: &mut
             seen.took(&synced);
             report.set_named(synced.named);
         }
-        Err(e) => warn!("{}", e.report()),
+        Err(e) => warn!("{}", error_context::report(&e)),
     }
     if let Err(e) = report.refresh().await {
-        warn!("{}", e.report());
+        warn!("{}", error_context::report(&e));
     }
 }

@@ -9,7 +9,7 @@ use super::enact::Handler;
 use super::resources;
 use super::rollout;
 use super::transitions::{self, Claim, Slot, Slots};
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 impl Handler {
     /// Claims a slot of the policy's `maxUnavailable` for this node, if one is free. Holders
@@ -31,8 +31,7 @@ impl Handler {
             let limit = rollout::max_unavailable(
                 &object.data["spec"]["maxUnavailable"],
                 observed.rollout.matching,
-            )
-            .map_err(Error::msg)?;
+            )?;
             let slots = Slots {
                 holders: &holders,
                 limit,
@@ -74,7 +73,7 @@ impl Handler {
         self.policies
             .get(policy)
             .await
-            .map_err(|e| Error::kube(format!("reading policy {policy}"), e))
+            .with_context(|| format!("reading policy {policy}"))
     }
 
     /// Writes the holders into the policy's status if the policy is still as read; false on a
@@ -94,9 +93,10 @@ impl Handler {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-            Err(e) => Err(Error::kube(format!("claiming a slot of policy {name}"), e)),
+            written => written
+                .map(|_| true)
+                .with_context(|| format!("claiming a slot of policy {name}")),
         }
     }
 }

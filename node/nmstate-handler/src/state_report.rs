@@ -7,7 +7,7 @@ use kube::Client;
 use serde_json::{json, Value};
 
 use super::resources;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// Our version, where upstream names its NetworkManager and nmstate versions.
 pub const HANDLER_VERSION: &str = concat!("nmstate-netlink ", env!("CARGO_PKG_VERSION"));
@@ -43,11 +43,11 @@ impl StateReport {
     /// Reads the node's state and writes it when it differs from what the object holds.
     pub async fn refresh(&mut self) -> Result<bool> {
         let named = self.named.clone();
+        // The state's own errors say what they were reading.
         let current =
             tokio::task::spawn_blocking(move || nmstate_netlink::current_state_showing(&named))
                 .await
-                .map_err(|e| Error::msg(format!("reading the node's network state: {e}")))?
-                .map_err(|e| Error::msg(format!("reading the node's network state: {e}")))?;
+                .context("reading the node's network state")??;
         if self.written.is_none() {
             self.written = self.read_or_create().await?;
         }
@@ -68,16 +68,11 @@ impl StateReport {
             .api
             .patch_status(&self.node, &PatchParams::default(), &Patch::Merge(&patch))
             .await;
-        if let Err(e) = written {
-            // Deleted behind our back: made again at the next refresh.
-            if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                self.written = None;
-            }
-            return Err(Error::kube(
-                format!("writing the state of node {}", self.node),
-                e,
-            ));
+        // Deleted behind our back: made again at the next refresh.
+        if matches!(&written, Err(kube::Error::Api(s)) if s.code == 404) {
+            self.written = None;
         }
+        written.with_context(|| format!("writing the state of node {}", self.node))?;
         self.written = Some(current);
         self.writes += 1;
         Ok(true)
@@ -89,18 +84,18 @@ impl StateReport {
             .api
             .get_opt(&self.node)
             .await
-            .map_err(|e| Error::kube(format!("reading the state of node {}", self.node), e))?;
+            .with_context(|| format!("reading the state of node {}", self.node))?;
         if let Some(object) = found {
             let current = &object.data["status"]["currentState"];
             return Ok((!current.is_null()).then(|| current.clone()));
         }
         let object: DynamicObject =
             serde_json::from_value(resources::new_state(&self.node, &self.node_uid))
-                .map_err(|e| Error::msg(format!("node state {}: {e}", self.node)))?;
+                .with_context(|| format!("node state {}", self.node))?;
         self.api
             .create(&PostParams::default(), &object)
             .await
-            .map_err(|e| Error::kube(format!("creating the state of node {}", self.node), e))?;
+            .with_context(|| format!("creating the state of node {}", self.node))?;
         Ok(None)
     }
 }

@@ -10,7 +10,7 @@ use super::conditions::{self, Enactment, Rollout};
 use super::enact::{node_api, Handler};
 use super::resources::{self, HANDLER_SELECTOR, NODE_LABEL, POLICY_LABEL};
 use super::rollout;
-use crate::error::{Error, Result};
+use crate::error::{Context, Result};
 
 /// A policy's rollout as observed: the counts, the matching nodes, and the nodes whose
 /// enactment of the current generation finished.
@@ -33,7 +33,7 @@ impl Handler {
             .enactments
             .get_opt(name)
             .await
-            .map_err(|e| Error::kube(format!("reading enactment {name}"), e))?
+            .with_context(|| format!("reading enactment {name}"))?
             .map(|e| e.data["status"]["conditions"].clone())
             .unwrap_or(Value::Null);
         let patch = json!({
@@ -46,7 +46,7 @@ impl Handler {
         self.enactments
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| Error::kube(format!("writing the status of enactment {name}"), e))?;
+            .with_context(|| format!("writing the status of enactment {name}"))?;
         Ok(())
     }
 
@@ -58,13 +58,13 @@ impl Handler {
         let nodes = node_api(&self.client)
             .list(&ListParams::default())
             .await
-            .map_err(|e| Error::kube("listing the nodes", e))?;
+            .context("listing the nodes")?;
         let handler_pods: Api<Pod> = Api::all(self.client.clone());
         // Handlers that run: a pod that cannot start would keep every policy progressing.
         let handler_nodes: Vec<String> = handler_pods
             .list(&ListParams::default().labels(HANDLER_SELECTOR))
             .await
-            .map_err(|e| Error::kube("listing the handler's pods", e))?
+            .context("listing the handler's pods")?
             .items
             .into_iter()
             .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
@@ -84,7 +84,7 @@ impl Handler {
             .enactments
             .list(&ListParams::default().labels(&format!("{POLICY_LABEL}={policy}")))
             .await
-            .map_err(|e| Error::kube(format!("listing the enactments of policy {policy}"), e))?;
+            .with_context(|| format!("listing the enactments of policy {policy}"))?;
         let mut observed = Observed {
             rollout: Rollout {
                 matching: matching.len(),
@@ -127,7 +127,7 @@ impl Handler {
                 .policies
                 .get_opt(policy)
                 .await
-                .map_err(|e| Error::kube(format!("reading policy {policy}"), e))?
+                .with_context(|| format!("reading policy {policy}"))?
             else {
                 return Ok(());
             };
@@ -146,13 +146,10 @@ impl Handler {
                 .patch_status(policy, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
-                Ok(_) => return Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => {
-                    return Err(Error::kube(
-                        format!("writing the status of policy {policy}"),
-                        e,
-                    ))
+                written => {
+                    written.with_context(|| format!("writing the status of policy {policy}"))?;
+                    return Ok(());
                 }
             }
         }
