@@ -290,8 +290,8 @@ impl Handler {
                 Ok(())
             }
             Err(why) => {
-                warn!("policy {name}: {why}");
-                Err(why.to_string())
+                warn!("policy {name}: {}", report(&why));
+                Err(why)
             }
         };
         Ok(Known::Applied {
@@ -315,8 +315,11 @@ impl Handler {
                 Ok(())
             }
             Err(why) => {
-                warn!("policy {name}: applying again after start failed: {why}");
-                Err(why.to_string())
+                warn!(
+                    "policy {name}: applying again after start failed: {}",
+                    report(&why)
+                );
+                Err(why)
             }
         };
         Ok(Known::Applied {

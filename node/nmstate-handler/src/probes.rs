@@ -11,10 +11,13 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use cni_common::netlink::{Netlink, RouteInfo, RT_TABLE_MAIN};
+use error_context::report;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::Client;
 use tracing::warn;
+
+use crate::error::{Context, Error, Result};
 
 /// Upstream's probe timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -51,11 +54,24 @@ impl fmt::Display for Probe {
 }
 
 impl FromStr for Probe {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Probe, String> {
-        ALL.into_iter().find(|p| p.as_str() == s).ok_or_else(|| {
-            format!("unknown probe {s:?}: expected gateway, api-server or node-ready")
-        })
+    type Err = UnknownProbe;
+    fn from_str(s: &str) -> std::result::Result<Probe, UnknownProbe> {
+        ALL.into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownProbe(s.to_string()))
+    }
+}
+
+/// A name that is no probe's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown probe {0:?}: expected gateway, api-server or node-ready")]
+pub struct UnknownProbe(String);
+
+/// A command line's parser that reports its values' errors as text (as clap's value parsers
+/// may) takes this one with `?`.
+impl From<UnknownProbe> for String {
+    fn from(e: UnknownProbe) -> String {
+        e.to_string()
     }
 }
 
@@ -74,7 +90,7 @@ pub async fn before(probes: &[Probe]) -> Plan {
         match answering_gateway().await {
             Ok(gw) => gateway = Some(gw),
             Err(why) => {
-                warn!("probe {} dropped: {why}", Probe::Gateway);
+                warn!("probe {} dropped: {}", Probe::Gateway, report(&why));
                 kept.retain(|p| *p != Probe::Gateway);
             }
         }
@@ -86,21 +102,17 @@ pub async fn before(probes: &[Probe]) -> Plan {
 }
 
 /// The default gateway if it answers an echo now; otherwise why the gateway probe is dropped.
-async fn answering_gateway() -> Result<Ipv4Addr, String> {
-    let gw = match default_gateway() {
-        Ok(Some(gw)) => gw,
-        Ok(None) => {
-            return Err("no IPv4 default route through a gateway in the main table".to_string())
-        }
-        Err(e) => return Err(format!("the node's routes could not be read: {e}")),
-    };
-    match tokio::task::spawn_blocking(move || ping(gw, ATTEMPT)).await {
-        Ok(Ok(())) => Ok(gw),
-        Ok(Err(e)) => Err(format!(
-            "the default gateway {gw} does not answer an echo: {e}"
-        )),
-        Err(e) => Err(format!("pinging the default gateway {gw}: {e}")),
-    }
+async fn answering_gateway() -> Result<Ipv4Addr> {
+    let gw = default_gateway()
+        .context("the node's routes could not be read")?
+        .ok_or_else(|| {
+            Error::Probe("no IPv4 default route through a gateway in the main table".to_string())
+        })?;
+    tokio::task::spawn_blocking(move || ping(gw, ATTEMPT))
+        .await
+        .with_context(|| format!("pinging the default gateway {gw}"))?
+        .with_context(|| format!("the default gateway {gw} does not answer an echo"))?;
+    Ok(gw)
 }
 
 impl Plan {
@@ -110,7 +122,7 @@ impl Plan {
 
     /// Runs every probe until it passes or `timeout` passed since the first; the first that
     /// fails is named with its last error.
-    pub async fn run(&self, client: &Client, node: &str, timeout: Duration) -> Result<(), String> {
+    pub async fn run(&self, client: &Client, node: &str, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         for probe in &self.probes {
             let mut last;
@@ -119,12 +131,12 @@ impl Plan {
                 last = match attempt {
                     Ok(Ok(())) => break,
                     Ok(Err(e)) => e,
-                    Err(_) => format!("no answer in {}s", ATTEMPT.as_secs()),
+                    Err(_) => Error::Probe(format!("no answer in {}s", ATTEMPT.as_secs())),
                 };
                 if Instant::now() + RETRY >= deadline {
-                    return Err(format!(
-                        "probe {probe} failed for {}s: {last}",
-                        timeout.as_secs()
+                    return Err(Error::wrap(
+                        format!("probe {probe} failed for {}s", timeout.as_secs()),
+                        last,
                     ));
                 }
                 tokio::time::sleep(RETRY).await;
@@ -133,26 +145,27 @@ impl Plan {
         Ok(())
     }
 
-    async fn once(&self, probe: Probe, client: &Client, node: &str) -> Result<(), String> {
+    async fn once(&self, probe: Probe, client: &Client, node: &str) -> Result<()> {
         match probe {
             Probe::Gateway => {
-                let gw = self.gateway.ok_or("no default gateway")?;
+                let gw = self
+                    .gateway
+                    .ok_or_else(|| Error::Probe("no default gateway".to_string()))?;
                 tokio::task::spawn_blocking(move || ping(gw, ATTEMPT))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| format!("ping {gw}: {e}"))
+                    .await?
+                    .with_context(|| format!("ping {gw}"))
             }
             Probe::ApiServer => client
                 .apiserver_version()
                 .await
                 .map(|_| ())
-                .map_err(|e| format!("GET /version: {e}")),
+                .context("GET /version"),
             Probe::NodeReady => {
                 let api: Api<Node> = Api::all(client.clone());
                 let node = api
                     .get(node)
                     .await
-                    .map_err(|e| format!("GET node {node}: {e}"))?;
+                    .with_context(|| format!("GET node {node}"))?;
                 let ready = node
                     .status
                     .and_then(|s| s.conditions)
@@ -161,8 +174,8 @@ impl Plan {
                     .find(|c| c.type_ == "Ready");
                 match ready {
                     Some(c) if c.status == "True" => Ok(()),
-                    Some(c) => Err(format!("node is not Ready ({})", c.status)),
-                    None => Err("node has no Ready condition".to_string()),
+                    Some(c) => Err(Error::Probe(format!("node is not Ready ({})", c.status))),
+                    None => Err(Error::Probe("node has no Ready condition".to_string())),
                 }
             }
         }

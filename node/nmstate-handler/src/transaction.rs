@@ -2,6 +2,7 @@
 //! not be undone put back first, the change made (journal first), probed, then kept or rolled
 //! back; what may pass next time is tried again after a wait that `transitions::retry` chooses.
 
+use error_context::report;
 use kube::api::DynamicObject;
 use nmstate_netlink::DesiredState;
 use tracing::warn;
@@ -9,6 +10,7 @@ use tracing::warn;
 use super::enact::Handler;
 use super::probes::{self, Probe};
 use super::transitions::{self, ApplyError, Started, TRIES};
+use crate::error::{Context, Error};
 
 impl Handler {
     /// Applies, trying again what `transitions::retry` says may pass next time.
@@ -28,7 +30,10 @@ impl Handler {
             let Some(wait) = transitions::retry(tries, &why) else {
                 return Err(why);
             };
-            warn!("policy {name}: try {tries} of {TRIES} failed, again in {wait:?}: {why}");
+            warn!(
+                "policy {name}: try {tries} of {TRIES} failed, again in {wait:?}: {}",
+                report(&why)
+            );
             tokio::time::sleep(wait).await;
         }
     }
@@ -45,11 +50,8 @@ impl Handler {
         let restore = journal.clone();
         let restored = blocking(move || nmstate_netlink::recover(&restore))
             .await?
-            .map_err(|e| {
-                ApplyError::RollbackFailed(format!(
-                    "an earlier change could not be undone, nothing more is applied: {e}"
-                ))
-            })?;
+            .context("an earlier change could not be undone, nothing more is applied")
+            .map_err(ApplyError::RollbackFailed)?;
         if let Some(what) = restored {
             warn!("an earlier change was undone first: {what}");
         }
@@ -63,13 +65,7 @@ impl Handler {
         let plan = probes::before(&probes).await;
         let applied = blocking(move || nmstate_netlink::apply(&desired, &journal))
             .await?
-            .map_err(|e| match e {
-                nmstate_netlink::Error::Refused(m) => ApplyError::Refused(m),
-                e @ nmstate_netlink::Error::RollbackFailed { .. } => {
-                    ApplyError::RollbackFailed(e.to_string())
-                }
-                e => ApplyError::Failed(e.to_string()),
-            })?;
+            .map_err(classify)?;
         let summary = applied.summary().replace('\n', "; ");
         // Nothing changed, nothing to probe: a no-op must not fail for an API server that is
         // away for a moment.
@@ -83,14 +79,15 @@ impl Handler {
             Ok(()) => {
                 blocking(move || applied.commit())
                     .await?
-                    .map_err(|e| ApplyError::Failed(e.to_string()))?;
+                    .map_err(classify)?;
                 Ok(summary)
             }
             Err(probe) => match blocking(move || applied.rollback()).await? {
-                Ok(()) => Err(ApplyError::Probe(format!("{probe}; rolled back"))),
-                Err(e) => Err(ApplyError::RollbackFailed(format!(
-                    "{probe}; rolling back failed: {e}"
-                ))),
+                Ok(()) => Err(ApplyError::Probe(probe)),
+                Err(e) => Err(ApplyError::ProbeRollbackFailed {
+                    probe,
+                    rollback: e.into(),
+                }),
             },
         }
     }
@@ -99,12 +96,22 @@ impl Handler {
 /// The policy's desired state, parsed; what we do not apply is refused by name. `capture`
 /// (nmpolicy templates) is not implemented: a policy using it is refused rather than applied
 /// with its template text.
-fn parse(policy: &DynamicObject) -> Result<DesiredState, String> {
+fn parse(policy: &DynamicObject) -> Result<DesiredState, Error> {
     let capture = &policy.data["spec"]["capture"];
     if capture.as_object().is_some_and(|c| !c.is_empty()) {
-        return Err("spec.capture (nmpolicy captures) is not supported".to_string());
+        return Err(Error::Unsupported("spec.capture (nmpolicy captures)"));
     }
-    DesiredState::parse(&policy.data["spec"]["desiredState"]).map_err(|e| e.to_string())
+    Ok(DesiredState::parse(&policy.data["spec"]["desiredState"])?)
+}
+
+/// What a failed apply or commit means for the policy: a refusal changed nothing, a failed
+/// rollback leaves the node in between, anything else may pass another try.
+fn classify(e: nmstate_netlink::Error) -> ApplyError {
+    match e {
+        nmstate_netlink::Error::Refused(_) => ApplyError::Refused(e.into()),
+        nmstate_netlink::Error::RollbackFailed { .. } => ApplyError::RollbackFailed(e.into()),
+        e => ApplyError::Failed(e.into()),
+    }
 }
 
 /// Runs `f` on a blocking thread (netlink and file system calls).
@@ -113,5 +120,6 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ApplyError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| ApplyError::Failed(format!("the apply did not finish: {e}")))
+        .context("the apply did not finish")
+        .map_err(ApplyError::Failed)
 }

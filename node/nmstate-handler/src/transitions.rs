@@ -22,6 +22,7 @@
 //! | slot: Stale                                                  | `Done` (nothing)                       | `a_policy_changed_while_waiting_is_left_to_its_next_sync` |
 //! | applied (fresh): kept                                        | `Report(Available)`, slot freed        | `available_when_the_change_is_kept` |
 //! | applied (fresh): not kept                                    | `Report(Failing)`, slot freed          | `failing_when_the_change_is_not_kept` |
+//! | applied (fresh): probe failed, rollback failed               | `Report(Failing)` naming both          | `a_probe_failed_and_not_rolled_back_names_both` |
 //! | applied again at start: kept                                 | `Done { changed: true }`               | `a_change_applied_again_is_done_without_a_write` |
 //! | applied again at start: not kept                             | `Report(Failing)`, no slot to free     | `a_change_not_applied_again_is_failing` |
 //! | try n < 5 failed (`Failed`)                                  | retry after 1 s, 2 s, 4 s, 8 s         | `a_failed_try_is_retried_after_a_doubling_wait` |
@@ -36,35 +37,33 @@
 //! | release, this node a holder                                  | the holders without it                 | `the_slot_freed` |
 //! | release, this node no holder                                 | nothing written                        | `a_slot_not_held_is_not_freed` |
 
-use std::fmt;
 use std::time::Duration;
+
+use error_context::report;
 
 use super::conditions::Enactment;
 use super::rollout;
+use crate::error::Error;
 
-/// Why an apply did not keep its change: the enactment's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why an apply did not keep its change; on one line ([`report`]), the enactment's message.
+#[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// Nothing was changed, and trying again cannot help.
-    Refused(String),
+    #[error("refused")]
+    Refused(#[source] Error),
     /// A probe failed and the change was rolled back: not tried again, as the probe already
     /// kept the node cut off for its whole timeout.
-    Probe(String),
+    #[error("{}; rolled back", report(.0))]
+    Probe(Error),
     /// The change failed (and was rolled back): worth another try.
-    Failed(String),
+    #[error(transparent)]
+    Failed(Error),
     /// Putting the node back failed: nothing more is tried until the journal is restored.
-    RollbackFailed(String),
-}
-
-impl fmt::Display for ApplyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ApplyError::Refused(m) => write!(f, "refused: {m}"),
-            ApplyError::Probe(m) | ApplyError::Failed(m) | ApplyError::RollbackFailed(m) => {
-                f.write_str(m)
-            }
-        }
-    }
+    #[error(transparent)]
+    RollbackFailed(Error),
+    /// A probe failed, and so did rolling the change back: as `RollbackFailed`.
+    #[error("{}; rolling back failed: {}", report(probe), report(rollback))]
+    ProbeRollbackFailed { probe: Error, rollback: Error },
 }
 
 /// Upstream's: five tries, the waits doubling from 1 s to at most 30 s.
@@ -88,7 +87,7 @@ pub struct Facts {
 
 /// What is known when the next step is chosen: what the sync read, then what the last step
 /// that has an answer returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Known {
     Read(Facts),
     /// The slot protocol answered; `was` is the enactment's state as read.
@@ -99,7 +98,7 @@ pub enum Known {
     /// The transaction ended (after its retries): kept, or why not.
     Applied {
         started: Started,
-        result: Result<(), String>,
+        result: Result<(), ApplyError>,
     },
 }
 
@@ -189,10 +188,10 @@ fn after_slot(answer: Slot, was: Option<&Enactment>) -> Step {
     }
 }
 
-fn after_apply(started: Started, result: &Result<(), String>) -> Step {
+fn after_apply(started: Started, result: &Result<(), ApplyError>) -> Step {
     let state = match result {
         Ok(()) => Enactment::Available,
-        Err(why) => Enactment::Failing(why.clone()),
+        Err(why) => Enactment::Failing(report(why)),
     };
     match started {
         // Put back as it was: the enactment already says so.

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use nmstate_netlink::Error as NodeError;
 
 const ME: &str = "node01";
 
@@ -19,11 +20,32 @@ fn slot(answer: Slot, was: Option<Enactment>) -> Step {
     next(&Known::Slot { answer, was })
 }
 
-fn applied(started: Started, result: Result<(), &str>) -> Step {
-    next(&Known::Applied {
-        started,
-        result: result.map_err(str::to_string),
-    })
+fn applied(started: Started, result: Result<(), ApplyError>) -> Step {
+    next(&Known::Applied { started, result })
+}
+
+fn refused(why: &str) -> ApplyError {
+    ApplyError::Refused(NodeError::Refused(why.to_string()).into())
+}
+
+fn failed(cause: &str) -> ApplyError {
+    ApplyError::Failed(
+        NodeError::Failed {
+            cause: cause.to_string(),
+        }
+        .into(),
+    )
+}
+
+fn probe_failed(why: &str) -> ApplyError {
+    ApplyError::Probe(Error::Probe(why.to_string()))
+}
+
+fn rollback_failed(rollback: &str) -> NodeError {
+    NodeError::RollbackFailed {
+        cause: "rolling back on request".to_string(),
+        rollback: rollback.to_string(),
+    }
 }
 
 fn names(list: &[&str]) -> Vec<String> {
@@ -151,7 +173,7 @@ fn available_when_the_change_is_kept() {
 #[test]
 fn failing_when_the_change_is_not_kept() {
     assert_eq!(
-        applied(Started::Fresh, Err("node-ready: not Ready; rolled back")),
+        applied(Started::Fresh, Err(probe_failed("node-ready: not Ready"))),
         Step::Report {
             state: Enactment::Failing("node-ready: not Ready; rolled back".to_string()),
             free_slot: true
@@ -170,7 +192,7 @@ fn a_change_applied_again_is_done_without_a_write() {
 #[test]
 fn a_change_not_applied_again_is_failing() {
     assert_eq!(
-        applied(Started::Again, Err("refused: no port eth9")),
+        applied(Started::Again, Err(refused("no port eth9"))),
         Step::Report {
             state: Enactment::Failing("refused: no port eth9".to_string()),
             free_slot: false
@@ -179,8 +201,27 @@ fn a_change_not_applied_again_is_failing() {
 }
 
 #[test]
+fn a_probe_failed_and_not_rolled_back_names_both() {
+    let why = ApplyError::ProbeRollbackFailed {
+        probe: Error::Probe("api-server: no answer".to_string()),
+        rollback: rollback_failed("interface eth1: gone").into(),
+    };
+    assert_eq!(
+        applied(Started::Fresh, Err(why)),
+        Step::Report {
+            state: Enactment::Failing(
+                "api-server: no answer; rolling back failed: rolling back on request; \
+                 rolling back failed too: interface eth1: gone"
+                    .to_string()
+            ),
+            free_slot: true
+        }
+    );
+}
+
+#[test]
 fn a_failed_try_is_retried_after_a_doubling_wait() {
-    let failed = ApplyError::Failed("link br0: busy".to_string());
+    let failed = failed("interface br0: busy");
     let waits: Vec<Option<Duration>> = (1..TRIES).map(|t| retry(t, &failed)).collect();
     let secs = |s| Some(Duration::from_secs(s));
     assert_eq!(waits, [secs(1), secs(2), secs(4), secs(8)]);
@@ -188,16 +229,19 @@ fn a_failed_try_is_retried_after_a_doubling_wait() {
 
 #[test]
 fn the_fifth_failed_try_is_the_last() {
-    let failed = ApplyError::Failed("link br0: busy".to_string());
-    assert_eq!(retry(TRIES, &failed), None);
+    assert_eq!(retry(TRIES, &failed("interface br0: busy")), None);
 }
 
 #[test]
 fn refusals_probes_and_rollbacks_are_not_retried() {
     for error in [
-        ApplyError::Refused("no port eth9".to_string()),
-        ApplyError::Probe("api-server: no answer; rolled back".to_string()),
-        ApplyError::RollbackFailed("rolling back failed".to_string()),
+        refused("no port eth9"),
+        probe_failed("api-server: no answer"),
+        ApplyError::RollbackFailed(rollback_failed("interface eth1: gone").into()),
+        ApplyError::ProbeRollbackFailed {
+            probe: Error::Probe("api-server: no answer".to_string()),
+            rollback: rollback_failed("interface eth1: gone").into(),
+        },
     ] {
         assert_eq!(retry(1, &error), None, "{error:?}");
     }
