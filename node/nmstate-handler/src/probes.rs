@@ -67,14 +67,6 @@ impl FromStr for Probe {
 #[error("unknown probe {0:?}: expected gateway, api-server or node-ready")]
 pub struct UnknownProbe(String);
 
-/// A command line's parser that reports its values' errors as text (as clap's value parsers
-/// may) takes this one with `?`.
-impl From<UnknownProbe> for String {
-    fn from(e: UnknownProbe) -> String {
-        e.to_string()
-    }
-}
-
 /// The probes to run after an apply, with what they compare against.
 pub struct Plan {
     probes: Vec<Probe>,
