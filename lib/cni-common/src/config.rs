@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::args::CniArgs;
-use crate::error::{Error, Result};
+use crate::error::{Code, Context, Error, Result};
 use crate::mac::MacAddr;
 use crate::netlink::MTU_RANGE;
 use crate::result::Dns;
@@ -106,8 +106,8 @@ impl<T: DeserializeOwned> NetConf<T> {
     /// The IPAM plugin's name is checked here, before any verb touches the node: it is exec'd
     /// as root, so it may only name a file on CNI_PATH.
     pub fn parse(stdin: &[u8]) -> Result<NetConf<T>> {
-        let conf: NetConf<T> = serde_json::from_slice(stdin)
-            .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))?;
+        let conf: NetConf<T> =
+            serde_json::from_slice(stdin).context("failed to decode network configuration")?;
         if let Some(name) = conf.ipam_type() {
             check_plugin_name(name)?;
         }
@@ -133,8 +133,11 @@ impl<T> NetConf<T> {
     pub fn arg_as<V: DeserializeOwned>(&self, key: &str) -> Result<Option<V>> {
         self.arg(key)
             .map(|v| {
-                serde_json::from_value(v.clone())
-                    .map_err(|e| Error::invalid_config(format!("args.cni.{key}: {e}")))
+                // A value the runtime passed under a key the plugin knows: of the wrong type,
+                // the config is invalid (7), not undecodable (6).
+                serde_json::from_value(v.clone()).map_err(|e| {
+                    Error::classified(Code::InvalidConfig, format!("args.cni.{key}"), e)
+                })
             })
             .transpose()
     }
@@ -180,9 +183,7 @@ pub fn pick_mac(candidates: impl IntoIterator<Item = Option<MacAddr>>) -> Result
 pub fn parse_mac_field(field: &str, value: Option<&str>) -> Result<Option<MacAddr>> {
     match value {
         None | Some("") => Ok(None),
-        Some(s) => MacAddr::parse(s)
-            .map(Some)
-            .map_err(|e| Error::invalid_config(format!("{field}: {e}"))),
+        Some(s) => MacAddr::parse(s).map(Some).context(field),
     }
 }
 
@@ -246,7 +247,6 @@ mod tests {
         assert_eq!(e.code(), Code::InvalidConfig);
         assert!(pick_mac([m("00:00:00:00:00:00")]).is_err());
     }
-    use crate::error::Code;
     use serde_json::json;
 
     #[derive(Debug, Deserialize)]
@@ -330,6 +330,19 @@ mod tests {
         )
         .expect("parses");
         assert_eq!(old.gc_valid_attachments()[0].container_id, "a");
+    }
+
+    #[test]
+    fn a_wrong_type_under_args_cni_is_an_invalid_config_naming_the_key() {
+        let c: NetConf<Plugin> =
+            NetConf::parse(br#"{"name":"n","args":{"cni":{"mac":7}}}"#).expect("parses");
+        let e = c.arg_as::<String>("mac").expect_err("a number");
+        assert_eq!(e.code(), Code::InvalidConfig);
+        assert!(
+            e.msg().starts_with("args.cni.mac: invalid type"),
+            "{}",
+            e.msg()
+        );
     }
 
     #[test]

@@ -117,7 +117,18 @@ pub fn validate_network_name(name: &str) -> Result<()> {
 
 /// The kernel's rule for interface names, as libcni checks CNI_IFNAME.
 pub fn validate_ifname(name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
+    match ifname_problem(name) {
+        None => Ok(()),
+        Some(r) => {
+            Err(Error::invalid_env(format!("interface name {r}")).with_details(truncate(name)))
+        }
+    }
+}
+
+/// Why the kernel would refuse `name` as an interface name, `None` when it would not: for a
+/// config field that names a link, refused as the config's fault rather than CNI_IFNAME's.
+pub fn ifname_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
         Some("is empty")
     } else if name.len() > MAX_IFNAME_LEN {
         Some("is longer than 15 characters")
@@ -130,12 +141,6 @@ pub fn validate_ifname(name: &str) -> Result<()> {
         Some("contains '/', ':', a NUL or whitespace")
     } else {
         None
-    };
-    match reason {
-        None => Ok(()),
-        Some(r) => {
-            Err(Error::invalid_env(format!("interface name {r}")).with_details(truncate(name)))
-        }
     }
 }
 

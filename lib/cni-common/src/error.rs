@@ -113,6 +113,23 @@ pub enum Error {
     /// A system call made through nix failed.
     #[error("{}", .0.desc())]
     Nix(#[from] nix::Error),
+    /// JSON that does not decode into what it must be: the config, a result, a state file.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A prefix length its address cannot have, in a kernel reply or a decoded result (config
+    /// fields fail earlier, as JSON).
+    #[error("{0}")]
+    Prefix(#[from] ipnetwork::IpNetworkError),
+    /// What we were doing when a foreign `source` failed, with the code the failing step gives
+    /// it: e.g. JSON an IPAM plugin printed is the delegate's failure (101), where JSON
+    /// converts to undecodable input (6).
+    #[error("{context}: {source}")]
+    Classified {
+        code: Code,
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The kernel refused a netlink request: its errno, and the extended ack's text if any.
     #[error("{}{}", std::io::Error::from_raw_os_error(*errno), detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
     Netlink { errno: i32, detail: Option<String> },
@@ -141,6 +158,21 @@ impl Error {
         }
     }
 
+    /// `source` under `context`, with `code` rather than the one `source` converts to: for a
+    /// step whose failure means something else than its cause's kind says. Like a
+    /// [`Error::new`] message, it carries no errno.
+    pub fn classified(
+        code: Code,
+        context: impl fmt::Display,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Classified {
+            code,
+            context: context.to_string(),
+            source: source.into(),
+        }
+    }
+
     /// Adds the spec's `details` to the innermost message (ignored on other variants, which
     /// carry their own).
     pub fn with_details(self, with: impl Into<String>) -> Self {
@@ -163,7 +195,11 @@ impl Error {
             Error::Message { code, .. } => *code,
             Error::Wrapped { source, .. } => source.code(),
             Error::Io(_) => Code::Io,
-            Error::Kernel { .. } | Error::Nix(_) | Error::Netlink { .. } => Code::System,
+            Error::Json(_) => Code::Decoding,
+            Error::Classified { code, .. } => *code,
+            Error::Prefix(_) | Error::Kernel { .. } | Error::Nix(_) | Error::Netlink { .. } => {
+                Code::System
+            }
             Error::Several(errors) => errors.first().map_or(Code::System, Error::code),
         }
     }
@@ -195,7 +231,10 @@ impl Error {
             Error::Nix(e) => *e as i32,
             Error::Netlink { errno, .. } => *errno,
             Error::Several(errors) => errors.first().map_or(0, Error::errno),
-            Error::Message { .. } => 0,
+            Error::Message { .. }
+            | Error::Json(_)
+            | Error::Prefix(_)
+            | Error::Classified { .. } => 0,
         }
     }
 
@@ -258,6 +297,10 @@ impl Error {
 // `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
 error_context::context_trait!(Error, Error::wrap);
 
+/// An error and its causes on one line, for a plugin whose library's error becomes a `msg`:
+/// the workspace's one renderer, here so that plugins need no dependency of their own on it.
+pub use error_context::report;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +346,46 @@ mod tests {
         assert_eq!(e.msg(), "writing state: disk full");
         let source = std::error::Error::source(&e).expect("has a source");
         assert_eq!(source.to_string(), "disk full");
+    }
+
+    #[test]
+    fn json_that_does_not_decode_is_a_decoding_error_under_its_context() {
+        let failed = serde_json::from_str::<u8>("x");
+        let cause = failed.as_ref().expect_err("not JSON").to_string();
+        let e = failed
+            .context("failed to decode network configuration")
+            .expect_err("an error");
+        assert_eq!(e.code(), Code::Decoding);
+        assert_eq!(
+            e.msg(),
+            format!("failed to decode network configuration: {cause}")
+        );
+    }
+
+    #[test]
+    fn a_prefix_its_address_cannot_have_is_a_system_error() {
+        let failed = ipnetwork::IpNetwork::new([10, 0, 0, 0].into(), 33);
+        let e = failed
+            .context("route from the kernel")
+            .expect_err("an error");
+        assert_eq!(e.code(), Code::System);
+        assert!(
+            e.msg().starts_with("route from the kernel: "),
+            "{}",
+            e.msg()
+        );
+    }
+
+    #[test]
+    fn a_classified_cause_takes_the_given_code_and_no_errno() {
+        let cause = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let text = cause.to_string();
+        let e = Error::classified(Code::Ipam, "starting /opt/cni/bin/x", cause);
+        assert_eq!(e.code(), Code::Ipam);
+        assert_eq!(e.errno(), 0);
+        assert_eq!(e.msg(), format!("starting /opt/cni/bin/x: {text}"));
+        let source = std::error::Error::source(&e).expect("has a source");
+        assert_eq!(source.to_string(), text);
     }
 
     #[test]

@@ -58,8 +58,9 @@ fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Re
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(";");
+    // CNI_PATH is the runtime's: a directory it cannot hold is a bad environment (4).
     let cni_path = std::env::join_paths(&cmd.path)
-        .map_err(|e| Error::invalid_env(format!("CNI_PATH: {e}")))?;
+        .map_err(|e| Error::classified(Code::InvalidEnvironment, "CNI_PATH", e))?;
     let mut child = Process::new(binary)
         .env("CNI_COMMAND", verb.as_str())
         .env("CNI_CONTAINERID", &cmd.container_id)
@@ -71,7 +72,7 @@ fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Re
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::new(Code::Ipam, format!("starting {}: {e}", binary.display())))?;
+        .map_err(|e| delegate_failed(format!("starting {}", binary.display()), e))?;
     if let Some(mut pipe) = child.stdin.take() {
         // A delegate that exits without reading its stdin closes the pipe; its exit status and
         // stdout tell what happened, so a write error here is not the interesting one.
@@ -79,7 +80,7 @@ fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Re
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| Error::new(Code::Ipam, format!("waiting for {}: {e}", binary.display())))?;
+        .map_err(|e| delegate_failed(format!("waiting for {}", binary.display()), e))?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         return Ok(stdout);
@@ -88,6 +89,15 @@ fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Re
         &stdout,
         &String::from_utf8_lossy(&out.stderr),
     ))
+}
+
+/// Running the delegate or reading its answer failed: whatever the cause, the IPAM step failed
+/// (101), not the plugin's own I/O (5) or decoding (6).
+fn delegate_failed(
+    context: String,
+    cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> Error {
+    Error::classified(Code::Ipam, context, cause)
 }
 
 /// A failed delegate's error object keeps its own code; anything else becomes code 101.
@@ -129,9 +139,9 @@ pub fn exec_add<'r, C>(
         exec_del(&owned_type, req)
     });
     let value: Value = serde_json::from_str(&stdout).map_err(|e| {
-        Error::new(
-            Code::Ipam,
-            format!("IPAM plugin {ipam_type:?} printed an invalid result: {e}"),
+        delegate_failed(
+            format!("IPAM plugin {ipam_type:?} printed an invalid result"),
+            e,
         )
     })?;
     let result = CniResult::from_value(&value, req.version)
@@ -213,8 +223,7 @@ fn release_lost_host_local_leases<C>(req: &Request<C>, dir: &Path) -> Result<()>
         .iter()
         .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
         .collect();
-    let mut stdin: Value = serde_json::from_slice(&req.stdin)
-        .map_err(|e| Error::decoding(format!("network configuration: {e}")))?;
+    let mut stdin = req.raw.clone();
     // Every host-local release from 1.0 on speaks 1.0.0; DEL needs nothing newer.
     stdin["cniVersion"] = Value::from("1.0.0");
     if let Some(conf) = stdin.as_object_mut() {
@@ -299,9 +308,9 @@ fn delegate_knows_1_1<C>(ipam_type: &str, req: &Request<C>) -> Result<bool> {
     )
     .with_context(|| format!("IPAM plugin {ipam_type:?} VERSION"))?;
     let versions: Value = serde_json::from_str(&out).map_err(|e| {
-        Error::new(
-            Code::Ipam,
-            format!("IPAM plugin {ipam_type:?} VERSION: undecodable answer: {e}"),
+        delegate_failed(
+            format!("IPAM plugin {ipam_type:?} VERSION: undecodable answer"),
+            e,
         )
     })?;
     Ok(versions
@@ -406,7 +415,7 @@ pub fn check_iface(nl: &Netlink, index: u32, pos: usize, result: &CniResult) -> 
     let (v4, v6) = gateways(result, pos);
     for route in &result.routes {
         let dst = ipnetwork::IpNetwork::new(route.dst.network(), route.dst.prefix())
-            .map_err(|e| Error::system(format!("route {}: {e}", route.dst)))?;
+            .with_context(|| format!("route {}", route.dst))?;
         let gw = route.gw.or(if dst.is_ipv4() { v4 } else { v6 });
         let found = have
             .iter()

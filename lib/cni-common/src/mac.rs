@@ -11,8 +11,9 @@ impl From<MacAddrError> for Error {
     fn from(e: MacAddrError) -> Error {
         match &e {
             MacAddrError::Invalid(_) => Error::invalid_config(e.to_string()),
-            MacAddrError::Length(_) => Error::system(e.to_string()),
-            MacAddrError::Random(cause) => Error::system(format!("{e}: {cause}")),
+            MacAddrError::Length(_) | MacAddrError::Random(_) => {
+                Error::system(error_context::report(&e))
+            }
         }
     }
 }

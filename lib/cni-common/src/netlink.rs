@@ -9,15 +9,15 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 
 use netlink_packet_core::{
-    NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_ACK_TLVS, NLM_F_CAPPED,
-    NLM_F_DUMP, NLM_F_MULTIPART, NLM_F_REQUEST,
+    DecodeError, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_ACK_TLVS,
+    NLM_F_CAPPED, NLM_F_DUMP, NLM_F_MULTIPART, NLM_F_REQUEST,
 };
 use netlink_packet_route::link::LinkMessage;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::{Socket, SocketAddr};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Code, Context, Error, Result};
 use crate::netns::NetNs;
 
 mod addr;
@@ -61,8 +61,14 @@ const NLMSGERR_ATTR_MSG: u16 = 1;
 enum NlError {
     /// The kernel refused it: a positive errno, and the extended ack's text if it gave one.
     Kernel { errno: i32, detail: Option<String> },
-    /// The socket failed, or a reply made no sense.
-    Socket(String),
+    /// The socket failed.
+    Socket(io::Error),
+    /// A reply whose netlink header does not hold together.
+    Malformed(DecodeError),
+    /// A reply whose message could not be read.
+    Undecodable(DecodeError),
+    /// The kernel dropped part of the answer.
+    Overrun,
 }
 
 impl NlError {
@@ -70,22 +76,32 @@ impl NlError {
     fn errno(&self) -> i32 {
         match self {
             NlError::Kernel { errno, .. } => *errno,
-            NlError::Socket(_) => 0,
+            NlError::Socket(_)
+            | NlError::Malformed(_)
+            | NlError::Undecodable(_)
+            | NlError::Overrun => 0,
         }
     }
 }
 
 impl From<io::Error> for NlError {
     fn from(e: io::Error) -> Self {
-        NlError::Socket(format!("netlink socket: {e}"))
+        NlError::Socket(e)
     }
 }
 
+/// Only the kernel's refusals carry an errno: a failed socket or an unreadable reply is no answer
+/// to the request (errno 0).
 impl From<NlError> for Error {
     fn from(e: NlError) -> Self {
         match e {
             NlError::Kernel { errno, detail } => Error::Netlink { errno, detail },
-            NlError::Socket(msg) => Error::system(msg),
+            NlError::Socket(e) => Error::classified(Code::System, "netlink socket", e),
+            NlError::Malformed(e) => Error::classified(Code::System, "malformed netlink reply", e),
+            NlError::Undecodable(e) => {
+                Error::classified(Code::System, "undecodable netlink reply", e)
+            }
+            NlError::Overrun => Error::system("netlink reply overrun"),
         }
     }
 }
@@ -155,8 +171,7 @@ impl Netlink {
             let mut rest = &buf[..len];
             // One datagram may hold several messages (dumps, a reply and its ACK).
             while !rest.is_empty() {
-                let one = NetlinkBuffer::new_checked(rest)
-                    .map_err(|e| NlError::Socket(format!("malformed netlink reply: {e}")))?;
+                let one = NetlinkBuffer::new_checked(rest).map_err(NlError::Malformed)?;
                 let msg_len = one.length() as usize;
                 let msg_seq = one.sequence_number();
                 let msg_bytes = &rest[..msg_len];
@@ -165,7 +180,7 @@ impl Netlink {
                     continue;
                 }
                 let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(msg_bytes)
-                    .map_err(|e| NlError::Socket(format!("undecodable netlink reply: {e}")))?;
+                    .map_err(NlError::Undecodable)?;
                 let reply_flags = reply.header.flags;
                 match reply.payload {
                     NetlinkPayload::InnerMessage(m) => {
@@ -195,9 +210,7 @@ impl Netlink {
                         }
                         return Ok(replies);
                     }
-                    NetlinkPayload::Overrun(_) => {
-                        return Err(NlError::Socket("netlink reply overrun".to_string()))
-                    }
+                    NetlinkPayload::Overrun(_) => return Err(NlError::Overrun),
                     _ => {}
                 }
             }

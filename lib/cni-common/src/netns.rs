@@ -47,19 +47,13 @@ impl NetNs {
     /// This is what DEL needs to stay idempotent.
     pub fn open_if_exists(path: impl AsRef<Path>) -> Result<Option<NetNs>> {
         let path = path.as_ref();
-        let fail = |e: Error| {
-            Error::wrap(
-                format!("opening netns {}", path.display()),
-                Error::new(Code::InvalidNetns, e.msg()),
-            )
-        };
         let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(fail(e.into())),
+            Err(e) => return Err(unusable_netns(path, e)),
         };
         let fs_type = fstatfs(&file)
-            .map_err(|e| fail(e.into()))?
+            .map_err(|e| unusable_netns(path, e))?
             .filesystem_type();
         if fs_type == NSFS_MAGIC {
             // nsfs holds every namespace type; make sure this one is a network namespace.
@@ -70,7 +64,7 @@ impl NetNs {
                 // Kernels before 4.11 (ENOTTY) and emulators such as qemu-user (ENOSYS) cannot
                 // tell: setns(CLONE_NEWNET) still refuses a namespace of another type.
                 if !matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::ENOSYS)) {
-                    return Err(fail(e.into()));
+                    return Err(unusable_netns(path, e));
                 }
             } else if nstype != libc::CLONE_NEWNET {
                 return Ok(None);
@@ -120,6 +114,16 @@ impl NetNs {
             })?
         })
     }
+}
+
+/// CNI_NETNS names something that cannot be opened as a namespace: whatever the system call
+/// said, the runtime passed a bad namespace (8). The cause reads as [`Error`] prints it.
+fn unusable_netns(path: &Path, cause: impl Into<Error>) -> Error {
+    Error::classified(
+        Code::InvalidNetns,
+        format!("opening netns {}", path.display()),
+        cause.into(),
+    )
 }
 
 impl AsFd for NetNs {

@@ -164,7 +164,7 @@ impl NodePolicy {
     pub fn state_dir(&self, field: &str, value: &str) -> Result<PathBuf> {
         check_plain_path(field, value)?;
         let resolved = resolve_existing(Path::new(value))
-            .map_err(|e| Error::invalid_config(format!("{field} {value:?}: {e}")))?;
+            .map_err(|e| unusable_path(format!("{field} {value:?}"), e))?;
         let below_root = below_any(&resolved, &self.state_roots);
         let reserved = RESERVED_STATE_DIRS.iter().any(|r| {
             let r = fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r));
@@ -189,7 +189,7 @@ impl NodePolicy {
     pub fn lease_dir(&self, field: &str, value: &str) -> Result<PathBuf> {
         check_plain_path(field, value)?;
         let resolved = resolve_existing(Path::new(value))
-            .map_err(|e| Error::invalid_config(format!("{field} {value:?}: {e}")))?;
+            .map_err(|e| unusable_path(format!("{field} {value:?}"), e))?;
         let own = fs::canonicalize(HOST_LOCAL_LEASE_DIR)
             .unwrap_or_else(|_| PathBuf::from(HOST_LOCAL_LEASE_DIR));
         if resolved.starts_with(own) || self.state_dir(field, value).is_ok() {
@@ -219,7 +219,7 @@ impl NodePolicy {
                     false => Err(self.config_refusal(field, value, lexical)),
                 };
             }
-            Err(e) => return Err(Error::invalid_config(format!("{field} {value:?}: {e}"))),
+            Err(e) => return Err(unusable_path(format!("{field} {value:?}"), e)),
         };
         if !self.in_config_dir(&resolved) {
             return Err(self.config_refusal(field, value, &resolved));
@@ -262,10 +262,10 @@ pub fn read_config_file(field: &str, path: &Path) -> Result<Option<Vec<u8>>> {
     match read_bounded(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::invalid_config(format!(
-            "{field}: reading {}: {e}",
-            path.display()
-        ))),
+        Err(e) => Err(unusable_path(
+            format!("{field}: reading {}", path.display()),
+            e,
+        )),
     }
 }
 
@@ -389,10 +389,22 @@ fn shorten(value: &str) -> String {
     }
 }
 
-fn unusable_policy(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::new(
+/// A path a config names that cannot be looked at: the config's problem (7), whatever the file
+/// system said, as its other paths that are refused.
+fn unusable_path(context: String, cause: io::Error) -> Error {
+    Error::classified(Code::InvalidConfig, context, cause)
+}
+
+/// A policy file that cannot be read or decoded: the plugin cannot serve anything until the
+/// node is fixed (50), which is not the config's fault (7) nor an I/O failure of the call (5).
+fn unusable_policy(
+    path: &Path,
+    cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> Error {
+    Error::classified(
         Code::NotAvailable,
-        format!("the node policy {} cannot be used: {e}", path.display()),
+        format!("the node policy {} cannot be used", path.display()),
+        cause,
     )
 }
 

@@ -13,7 +13,7 @@ use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Code, Context, Error, Result};
 use crate::version::{ResultFormat, SpecVersion};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -132,15 +132,16 @@ impl CniResult {
             Some(v) => SpecVersion::parse(v).context("result")?,
             None => version,
         };
-        let bad = |e: serde_json::Error| Error::decoding(format!("invalid {version} result: {e}"));
+        let invalid = || format!("invalid {version} result");
         match version.result_format() {
             ResultFormat::Legacy => {
-                let legacy: LegacyResult = serde_json::from_value(value.clone()).map_err(bad)?;
+                let legacy: LegacyResult =
+                    serde_json::from_value(value.clone()).with_context(invalid)?;
                 Ok(CniResult::from_legacy(legacy))
             }
             // `ips[].version` (0.x) is ignored on input: the address says its family.
             ResultFormat::V04 | ResultFormat::V1 => {
-                serde_json::from_value(value.clone()).map_err(bad)
+                serde_json::from_value(value.clone()).with_context(invalid)
             }
         }
     }
@@ -172,7 +173,9 @@ impl CniResult {
             ResultFormat::V04 => serde_json::to_value(self.as_v04()),
             ResultFormat::Legacy => serde_json::to_value(self.as_legacy(version)?),
         }
-        .map_err(|e| Error::system(format!("encoding result: {e}")))?;
+        // Our own result that does not encode is a failure of the plugin (100), not JSON it was
+        // given (6).
+        .map_err(|e| Error::classified(Code::System, "encoding result", e))?;
         if let Value::Object(map) = &mut value {
             map.insert("cniVersion".into(), json!(version.as_str()));
         }

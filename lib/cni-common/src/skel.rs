@@ -45,6 +45,9 @@ pub struct Request<C> {
     pub prev_result: Option<CniResult>,
     /// The config exactly as received, for delegated plugins (IPAM reads the whole config).
     pub stdin: Vec<u8>,
+    /// The config as JSON, decoded from `stdin` once: for what the typed config leaves out (a
+    /// delegate's config rewritten).
+    pub raw: Value,
 }
 
 impl<C> Request<C> {
@@ -100,10 +103,7 @@ pub fn run<P: Plugin>(plugin: &P, about: &str) -> ExitCode {
     let read = std::io::stdin().read_to_end(&mut stdin);
     let outcome = match read {
         Ok(_) => dispatch(plugin, get, &stdin),
-        Err(e) => Outcome::error(
-            &Error::new(crate::error::Code::Io, format!("reading stdin: {e}")),
-            None,
-        ),
+        Err(e) => Outcome::error(&Error::wrap("reading stdin", e), None),
     };
     let mut out = std::io::stdout().lock();
     if !outcome.stdout.is_empty() {
@@ -147,17 +147,19 @@ pub fn dispatch<P: Plugin>(
 ) -> Outcome {
     let input = Input::decode(stdin);
     if get("CNI_COMMAND").as_deref() == Some("VERSION") {
-        return Outcome::success(version_reply(&input));
+        return Outcome::success(version_reply(input.version.as_deref()));
     }
-    match handle(plugin, get, &input) {
+    // The config's version is wanted in error objects even when something else fails first.
+    let version = input.version.clone();
+    match handle(plugin, get, input) {
         Ok(stdout) => Outcome::success(stdout),
-        // The config's version is wanted in error objects even when something else fails first.
-        Err(e) => Outcome::error(&e, input.version.as_deref()),
+        Err(e) => Outcome::error(&e, version.as_deref()),
     }
 }
 
-/// stdin, decoded once: the JSON value serves the VERSION reply, the version of error objects
-/// and the checks before the typed config; the bytes serve the typed config and delegates.
+/// stdin, decoded once: the JSON value serves the VERSION reply, the version of error objects,
+/// the checks before the typed config and [`Request::raw`]; the bytes serve the typed config and
+/// delegates.
 struct Input<'a> {
     bytes: &'a [u8],
     json: serde_json::Result<Value>,
@@ -182,10 +184,8 @@ impl<'a> Input<'a> {
 
 /// VERSION answers whatever stdin holds (CRI-O probes with dummy values at config load): it
 /// echoes the input's `cniVersion` when there is a usable one.
-fn version_reply(input: &Input) -> String {
-    let asked = input
-        .version
-        .as_deref()
+fn version_reply(asked: Option<&str>) -> String {
+    let asked = asked
         .filter(|v| SpecVersion::lookup(v).is_some() && !v.is_empty())
         .unwrap_or(SpecVersion::CURRENT.as_str());
     let supported: Vec<&str> = SpecVersion::ALL.iter().map(|v| v.as_str()).collect();
@@ -195,19 +195,18 @@ fn version_reply(input: &Input) -> String {
 fn handle<P: Plugin>(
     plugin: &P,
     get: impl Fn(&str) -> Option<String>,
-    input: &Input,
+    input: Input,
 ) -> Result<String> {
     let cmd = CmdArgs::from_env(get)?;
     let raw = input
         .json
-        .as_ref()
-        .map_err(|e| Error::decoding(format!("failed to decode network configuration: {e}")))?;
+        .context("failed to decode network configuration")?;
     if !raw.is_object() {
         return Err(Error::decoding(
             "failed to decode network configuration: not a JSON object",
         ));
     }
-    let version = negotiate_raw(raw)?;
+    let version = negotiate_raw(&raw)?;
     version.require(cmd.command)?;
     // Typed from the bytes, not from `raw`: see NetConf::parse.
     let conf: NetConf<P::Config> = NetConf::parse(input.bytes)?;
@@ -224,6 +223,7 @@ fn handle<P: Plugin>(
         version,
         prev_result,
         stdin: input.bytes.to_vec(),
+        raw,
     };
     match req.cmd.command {
         Command::Add => {
@@ -236,7 +236,7 @@ fn handle<P: Plugin>(
         Command::Check => plugin.check(&req).map(|()| String::new()),
         Command::Status => plugin.status(&req).map(|()| String::new()),
         Command::Gc => plugin.gc(&req).map(|()| String::new()),
-        Command::Version => Ok(version_reply(input)),
+        Command::Version => Ok(version_reply(input.version.as_deref())),
     }
 }
 
@@ -252,8 +252,9 @@ fn negotiate_raw(raw: &Value) -> Result<SpecVersion> {
     };
     let versions: Vec<String> = match raw.get("cniVersions") {
         None | Some(Value::Null) => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| Error::decoding(format!("cniVersions must be a list of strings: {e}")))?,
+        Some(v) => {
+            serde_json::from_value(v.clone()).context("cniVersions must be a list of strings")?
+        }
     };
     negotiate(version, &versions)
 }
@@ -296,6 +297,27 @@ mod tests {
 
         fn check(&self, req: &Request<Conf>) -> Result<()> {
             req.require_prev_result().map(|_| ())
+        }
+    }
+
+    /// Keeps the config DEL was given.
+    #[derive(Default)]
+    struct Recorder(std::cell::RefCell<Option<(Vec<u8>, Value)>>);
+
+    impl Plugin for Recorder {
+        type Config = Conf;
+
+        fn add(&self, _req: &Request<Conf>) -> Result<CniResult> {
+            Ok(CniResult::default())
+        }
+
+        fn del(&self, req: &Request<Conf>) -> Result<()> {
+            self.0.replace(Some((req.stdin.clone(), req.raw.clone())));
+            Ok(())
+        }
+
+        fn check(&self, _req: &Request<Conf>) -> Result<()> {
+            Ok(())
         }
     }
 
@@ -362,6 +384,27 @@ mod tests {
             let o = dispatch(&Fake, env("ADD"), bad);
             assert_eq!(code_of(&o), 6, "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn malformed_json_says_the_configuration_failed_to_decode() {
+        let o = dispatch(&Fake, env("ADD"), b"{");
+        let v: Value = serde_json::from_str(&o.stdout).expect("error is JSON");
+        let msg = v["msg"].as_str().unwrap_or_default();
+        assert!(
+            msg.starts_with("failed to decode network configuration: EOF while parsing"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn the_request_carries_the_config_as_received_and_as_json() {
+        let stdin = br#"{"cniVersion":"1.0.0","name":"n","extra":{"kept":true}}"#;
+        let plugin = Recorder::default();
+        assert!(dispatch(&plugin, env("DEL"), stdin).ok);
+        let (bytes, raw) = plugin.0.take().expect("DEL was called");
+        assert_eq!(bytes, stdin);
+        assert_eq!(raw["extra"]["kept"], true);
     }
 
     #[test]

@@ -57,8 +57,10 @@ impl StateDir {
     /// Writes `value` as JSON under `name`, replacing any previous file atomically.
     pub fn write<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let target = self.file(name)?;
+        // A value that does not encode fails the write as the write's own failures do (5): it
+        // is no JSON the plugin was given (6).
         let data = serde_json::to_vec(value)
-            .map_err(|e| Error::new(Code::Io, format!("encoding state {name}: {e}")))?;
+            .map_err(|e| Error::classified(Code::Io, format!("encoding state {name}"), e))?;
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -99,7 +101,7 @@ impl StateDir {
         };
         serde_json::from_slice(&data)
             .map(Some)
-            .map_err(|e| Error::decoding(format!("state file {} is corrupt: {e}", path.display())))
+            .with_context(|| format!("state file {} is corrupt", path.display()))
     }
 
     /// Removes the state under `name`; succeeds when it is already gone.

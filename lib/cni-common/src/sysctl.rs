@@ -80,6 +80,8 @@ pub fn sysctl_write_if_present(rel: &str, value: &str) -> Result<bool> {
     }
 }
 
+/// A /proc/sys file refusing is the kernel refusing (100, with its errno), not an I/O failure
+/// of the call (5).
 fn io_error(rel: &str, doing: &str, e: io::Error) -> Error {
     let context = if e.kind() == io::ErrorKind::NotFound {
         format!("sysctl {rel} does not exist")

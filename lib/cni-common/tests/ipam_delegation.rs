@@ -38,8 +38,8 @@ fn request(command: Command, conf: &Value, path: &[&Path]) -> Request<Value> {
         "Debian's Go IPAM plugins are missing: apt-get install containernetworking-plugins"
     );
     let stdin = conf.to_string().into_bytes();
-    let conf: NetConf<Value> = NetConf::parse(&stdin).expect("config parses");
-    let version = negotiate(&conf.cni_version, &conf.cni_versions).expect("version");
+    let typed: NetConf<Value> = NetConf::parse(&stdin).expect("config parses");
+    let version = negotiate(&typed.cni_version, &typed.cni_versions).expect("version");
     Request {
         cmd: CmdArgs {
             command,
@@ -50,10 +50,11 @@ fn request(command: Command, conf: &Value, path: &[&Path]) -> Request<Value> {
             args: CniArgs::parse("IgnoreUnknown=1;K8S_POD_NAME=p").expect("args"),
             path: path.iter().map(|p| p.to_path_buf()).collect(),
         },
-        conf,
+        conf: typed,
         version,
         prev_result: None,
         stdin,
+        raw: conf.clone(),
     }
 }
 

@@ -302,6 +302,7 @@ mod tests {
             version: SpecVersion::V1_1_0,
             prev_result: None,
             stdin: text.into_bytes(),
+            raw: conf,
         }
     }
 

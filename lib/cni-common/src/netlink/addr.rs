@@ -6,7 +6,7 @@ use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::Netlink;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 
 // ip addr
 impl Netlink {
@@ -53,7 +53,7 @@ impl Netlink {
             });
             if let Some(ip) = local.or(address) {
                 let net = IpNetwork::new(ip, msg.header.prefix_len)
-                    .map_err(|e| Error::system(format!("address {ip} from the kernel: {e}")))?;
+                    .with_context(|| format!("address {ip} from the kernel"))?;
                 addrs.push((msg.header.index, net));
             }
         }

@@ -14,8 +14,8 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::Socket;
 
-use super::{align, Link, RECV_BUF};
-use crate::error::{Context, Error, Result};
+use super::{align, Link, NlError, RECV_BUF};
+use crate::error::{Code, Context, Error, Result};
 use crate::netns::NetNs;
 
 /// RTNLGRP_LINK: RTM_NEWLINK and RTM_DELLINK of every link in the namespace.
@@ -58,7 +58,7 @@ impl LinkEvents {
             Ok(socket)
         };
         let socket = open()
-            .map_err(|e| Error::system(format!("netlink socket: {e}")))
+            .map_err(NlError::Socket)
             .context("subscribing to link notifications")?;
         Ok(LinkEvents {
             socket,
@@ -74,9 +74,10 @@ impl LinkEvents {
 
     /// Non-blocking, [`LinkEvents::recv`] fails with `WouldBlock` when nothing is queued.
     pub fn set_nonblocking(&self, on: bool) -> Result<()> {
+        // As the socket's other failures: a host failure (100), without the errno.
         self.socket
             .set_non_blocking(on)
-            .map_err(|e| Error::system(format!("netlink socket: O_NONBLOCK: {e}")))
+            .map_err(|e| Error::classified(Code::System, "netlink socket: O_NONBLOCK", e))
     }
 
     /// Reads one datagram of notifications, waiting for one unless non-blocking. Bridge port

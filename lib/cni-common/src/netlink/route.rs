@@ -11,7 +11,7 @@ use netlink_packet_route::route::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::Netlink;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 
 /// One route of `ip route show dev <index>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +88,8 @@ impl Netlink {
         msg.header.table = u8::try_from(table).unwrap_or(RouteHeader::RT_TABLE_UNSPEC);
         msg.attributes.push(RouteAttribute::Table(table));
         // The network address, not a host inside it: the kernel refuses host bits.
-        let network = IpNetwork::new(dst.network(), dst.prefix())
-            .map_err(|e| Error::system(format!("route {dst}: {e}")))?;
+        let network =
+            IpNetwork::new(dst.network(), dst.prefix()).with_context(|| format!("route {dst}"))?;
         if network.prefix() > 0 {
             msg.attributes
                 .push(RouteAttribute::Destination(RouteAddress::from(
@@ -228,7 +228,7 @@ impl Netlink {
 fn route_info(msg: &RouteMessage) -> Result<RouteInfo> {
     let mut info = RouteInfo {
         dst: IpNetwork::new(unspecified(msg.header.address_family), 0)
-            .map_err(|e| Error::system(format!("route from the kernel: {e}")))?,
+            .context("route from the kernel")?,
         gw: None,
         oif: None,
         multipath: false,
@@ -261,7 +261,7 @@ fn route_info(msg: &RouteMessage) -> Result<RouteInfo> {
     }
     let ip = dst.unwrap_or(info.dst.ip());
     info.dst = IpNetwork::new(ip, msg.header.destination_prefix_length)
-        .map_err(|e| Error::system(format!("route {ip} from the kernel: {e}")))?;
+        .with_context(|| format!("route {ip} from the kernel"))?;
     Ok(info)
 }
 
