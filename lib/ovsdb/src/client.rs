@@ -51,18 +51,19 @@ impl Client {
         params.extend_from_slice(ops);
         let result = self
             .call("transact", Value::Array(params), self.timeout + extra)
-            .map_err(|e| self.at(e))?;
+            .with_context(|| self.at())?;
         let Value::Array(results) = result else {
-            return Err(self.at(Error::Protocol(format!(
-                "transact result is not an array: {result}"
-            ))));
+            return Err(Error::wrap(
+                self.at(),
+                Error::Protocol(format!("transact result is not an array: {result}")),
+            ));
         };
         Ok(Reply::new(results, ops.len()))
     }
 
-    /// `e`, saying which server it came from.
-    fn at(&self, e: Error) -> Error {
-        Error::wrap(format!("OVSDB at {}", self.endpoint), e)
+    /// Which server an error came from.
+    fn at(&self) -> String {
+        format!("OVSDB at {}", self.endpoint)
     }
 
     /// Sends one request and reads until its response, answering the server's echo requests
@@ -98,12 +99,7 @@ impl Client {
         let bytes = msg.to_string();
         let left = remaining(deadline).ok_or(Error::Timeout)?;
         self.stream.set_write_timeout(left)?;
-        self.stream
-            .write_all(bytes.as_bytes())
-            .map_err(|e| match e {
-                e if is_timeout(&e) => Error::Timeout,
-                e => Error::from(e),
-            })
+        self.stream.write_all(bytes.as_bytes()).map_err(io_error)
     }
 
     /// The next whole message from the server.
@@ -119,8 +115,7 @@ impl Client {
                 Ok(0) => return Err(Error::Closed),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if is_timeout(&e) => return Err(Error::Timeout),
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(io_error(e)),
             }
         }
     }
@@ -149,11 +144,13 @@ fn remaining(deadline: Instant) -> Option<Duration> {
         .filter(|d| !d.is_zero())
 }
 
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+/// A socket timeout (what std reports when the deadline set on the socket passes) is no answer
+/// in time; anything else is the connection's failure.
+fn io_error(e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout,
+        _ => Error::Io(e),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! the error's `source`.
 
 use std::fmt;
-use std::fmt::Write as _;
 use std::io;
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -87,15 +86,9 @@ impl Error {
     }
 
     /// The error and its causes on one line, outermost first, for places that carry a message
-    /// only (a CNI error's `msg`, a log line).
+    /// only (a CNI error's `msg`, a log line): [`error_context::report`].
     pub fn report(&self) -> String {
-        let mut out = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(c) = cause {
-            let _ = write!(out, ": {c}");
-            cause = c.source();
-        }
-        out
+        error_context::report(self)
     }
 }
 
