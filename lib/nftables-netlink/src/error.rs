@@ -7,13 +7,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The socket itself failed (opening, sending, receiving).
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: io::Error,
-    },
+    /// The socket itself failed (opening, sending, receiving); what it was doing is the
+    /// context around it.
+    #[error(transparent)]
+    Io(#[from] io::Error),
     /// ENOENT: the table, chain, set, element or rule named by `operation` does not exist.
     #[error("{operation}: {source}")]
     NotFound {
@@ -59,10 +56,10 @@ pub enum Error {
 
 impl Error {
     /// `err`, explained by what the caller was doing.
-    pub fn wrap(context: impl Into<String>, err: Error) -> Error {
+    pub fn wrap(context: impl Into<String>, err: impl Into<Error>) -> Error {
         Error::Context {
             context: context.into(),
-            source: Box::new(err),
+            source: Box::new(err.into()),
         }
     }
 
@@ -75,13 +72,6 @@ impl Error {
             libc::EEXIST | libc::EBUSY => Error::Exists { operation, source },
             libc::ERESTART => Error::GenerationChanged { operation, source },
             _ => Error::Kernel { operation, source },
-        }
-    }
-
-    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Error {
-        Error::Io {
-            context: context.into(),
-            source,
         }
     }
 
@@ -100,7 +90,7 @@ impl Error {
             | Error::Exists { source, .. }
             | Error::GenerationChanged { source, .. }
             | Error::Kernel { source, .. }
-            | Error::Io { source, .. } => source.raw_os_error(),
+            | Error::Io(source) => source.raw_os_error(),
             _ => None,
         }
     }

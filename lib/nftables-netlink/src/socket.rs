@@ -11,7 +11,7 @@ use crate::generation::Generation;
 use crate::model::{Chain, Element, Family, Rule, Set, Table};
 use crate::sockopt::{grow_recv_buffer, recv_buffer, set_recv_timeout};
 use crate::sys::*;
-use crate::{Error, Result};
+use crate::{Context, Error, Result};
 
 /// Receive buffer: large enough for any message of a dump (the kernel fills up to 32 KiB).
 const RECV_BUF: usize = 128 * 1024;
@@ -49,15 +49,15 @@ pub struct Nftables {
 impl Nftables {
     /// Opens a socket in the calling thread's network namespace.
     pub fn new() -> Result<Nftables> {
-        let mut socket = Socket::new(NETLINK_NETFILTER)
-            .map_err(|e| Error::io("opening a netfilter netlink socket", e))?;
+        let mut socket =
+            Socket::new(NETLINK_NETFILTER).context("opening a netfilter netlink socket")?;
         socket
             .bind_auto()
-            .map_err(|e| Error::io("binding the netfilter netlink socket", e))?;
+            .context("binding the netfilter netlink socket")?;
         // Acknowledgements without a copy of the request: errors come back small.
         socket
             .set_cap_ack(true)
-            .map_err(|e| Error::io("setting NETLINK_CAP_ACK", e))?;
+            .context("setting NETLINK_CAP_ACK")?;
         set_recv_timeout(&socket, REPLY_TIMEOUT)?;
         // Sequence numbers only need to differ between requests of this socket.
         let seq = std::time::SystemTime::now()
@@ -81,7 +81,7 @@ impl Nftables {
     fn send(&self, buf: &[u8], what: &str) -> Result<()> {
         self.socket
             .send(buf, 0)
-            .map_err(|e| Error::io(format!("sending {what}"), e))?;
+            .with_context(|| format!("sending {what}"))?;
         Ok(())
     }
 
@@ -90,7 +90,7 @@ impl Nftables {
         self.buf.clear();
         self.socket
             .recv(&mut self.buf, flags)
-            .map_err(|e| Error::io(format!("waiting for the answer to {what}"), e))?;
+            .with_context(|| format!("waiting for the answer to {what}"))?;
         parse_replies(&self.buf)
     }
 

@@ -25,7 +25,7 @@ pub(crate) fn set_recv_timeout(socket: &Socket, timeout: Duration) -> Result<()>
         )
     };
     if rc != 0 {
-        return Err(Error::io(
+        return Err(Error::wrap(
             "setting the netlink socket's receive timeout",
             std::io::Error::last_os_error(),
         ));

@@ -12,17 +12,7 @@ use nftables_netlink::{Batch, Chain, Element, Family, KeyType, Nftables, Set, Ta
 
 /// A library error as the plugin reports it: a system error, with the whole chain of causes.
 pub fn nft_error(err: nftables_netlink::Error) -> Error {
-    let mut msg = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        // Variants that show their source already end with it.
-        if !msg.ends_with(&text) {
-            msg = format!("{msg}: {text}");
-        }
-        source = cause.source();
-    }
-    Error::system(msg)
+    Error::system(cni_common::report(&err))
 }
 
 thread_local! {
