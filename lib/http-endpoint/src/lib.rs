@@ -64,13 +64,25 @@ impl Reply {
 }
 
 /// `:8080` (every interface), `127.0.0.1:8080` or `[::1]:8080` as a socket address.
-pub fn parse_address(s: &str) -> Result<SocketAddr, String> {
+pub fn parse_address(s: &str) -> Result<SocketAddr, InvalidAddress> {
     let full = match s.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
         None => s.to_string(),
     };
-    full.parse()
-        .map_err(|_| format!("{s:?} is not an address (e.g. :8080 or 127.0.0.1:8080)"))
+    // The parser's own error ("invalid socket address syntax") says less than the example.
+    full.parse().map_err(|_| InvalidAddress(s.to_string()))
+}
+
+/// An address option that is neither `:PORT` nor `IP:PORT`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not an address (e.g. :8080 or 127.0.0.1:8080)")]
+pub struct InvalidAddress(String);
+
+/// For a caller whose errors hold a message only.
+impl From<InvalidAddress> for String {
+    fn from(e: InvalidAddress) -> String {
+        e.to_string()
+    }
 }
 
 /// The names of the samples in Prometheus text `text` that no `# TYPE` line declared before them:
@@ -109,5 +121,14 @@ mod tests {
         );
         assert!(parse_address("127.0.0.1:9").is_ok());
         assert!(parse_address("nowhere").is_err());
+    }
+
+    #[test]
+    fn a_wrong_address_is_refused_with_examples() {
+        let e = parse_address("nowhere").expect_err("no port");
+        assert_eq!(
+            e.to_string(),
+            r#""nowhere" is not an address (e.g. :8080 or 127.0.0.1:8080)"#
+        );
     }
 }
