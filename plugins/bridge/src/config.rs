@@ -89,8 +89,11 @@ impl Settings {
             .bridge
             .clone()
             .unwrap_or_else(|| DEFAULT_BRIDGE.to_string());
-        cni_common::env::validate_ifname(&bridge)
-            .map_err(|e| Error::invalid_config(format!("bridge: {}", e.msg())))?;
+        if let Some(why) = cni_common::env::ifname_problem(&bridge) {
+            return Err(Error::invalid_config(format!(
+                "bridge: interface name {why}"
+            )));
+        }
         let vlan = match c.vlan {
             None | Some(0) => None,
             Some(v) => Some(vlan_id("vlan", v, 1)?),

@@ -3,7 +3,7 @@
 //! the wrong type is an invalid config (code 7) naming its field, like a value out of range.
 
 use cni_common::config::{cni_args_mac, parse_mac_field, pick_mac};
-use cni_common::env::validate_ifname;
+use cni_common::env::ifname_problem;
 use cni_common::mac::MacAddr;
 use cni_common::netlink::MTU_RANGE;
 use cni_common::skel::Request;
@@ -248,13 +248,14 @@ fn check_device_id(id: &str) -> Result<()> {
 
 /// A link name the kernel would accept, checked up front for a clear error.
 fn check_link_name(field: &str, name: &str) -> Result<()> {
-    validate_ifname(name).map_err(|_| {
-        invalid(
+    match ifname_problem(name) {
+        None => Ok(()),
+        Some(_) => Err(invalid(
             field,
             "an interface name (1-15 characters, no '/', ':' or spaces)",
             &Value::from(name),
-        )
-    })
+        )),
+    }
 }
 
 /// "mtu must be ..., not 70000", with the value shortened when it is long.

@@ -14,7 +14,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use cni_common::config::NetConf;
-use cni_common::{Error, Result};
+use cni_common::{Code, Error, Result};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -165,16 +165,14 @@ impl<'a> CachedNetConf<'a> {
 pub fn write(key: &str, entry: &CachedNetConf) -> Result<PathBuf> {
     check_key(key)?;
     let [dir, _] = dirs();
-    let failed = |what: &str, path: &Path, e: io::Error| {
-        Error::system(format!("{what} {} (ovs-cni's cache): {e}", path.display()))
-    };
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&dir)
-        .map_err(|e| failed("creating", &dir, e))?;
+        .map_err(|e| cache_failed("creating", &dir, e))?;
+    // As the cache's other failures (100): no JSON the plugin was given (6).
     let bytes = serde_json::to_vec(entry)
-        .map_err(|e| Error::system(format!("encoding ovs-cni's cache entry: {e}")))?;
+        .map_err(|e| Error::classified(Code::System, "encoding ovs-cni's cache entry", e))?;
     let path = dir.join(key);
     let temp = dir.join(format!(".{key}.tmp"));
     let written = (|| {
@@ -190,9 +188,19 @@ pub fn write(key: &str, entry: &CachedNetConf) -> Result<PathBuf> {
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(&temp);
-        return Err(failed("writing", &path, e));
+        return Err(cache_failed("writing", &path, e));
     }
     Ok(path)
+}
+
+/// `doing` on `path` failed. The cache is ovs-cni's bookkeeping on the node: failing to keep it
+/// is a host failure (100), not an I/O failure of the call (5).
+fn cache_failed(doing: &str, path: &Path, cause: io::Error) -> Error {
+    Error::classified(
+        Code::System,
+        format!("{doing} {} (ovs-cni's cache)", path.display()),
+        cause,
+    )
 }
 
 /// Removes the attachment's file from both directories; a missing one is not an error.
@@ -208,10 +216,7 @@ pub fn remove_file(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::system(format!(
-            "removing {} (ovs-cni's cache): {e}",
-            path.display()
-        ))),
+        Err(e) => Err(cache_failed("removing", path, e)),
     }
 }
 

@@ -13,7 +13,7 @@ use cni_common::mac::MacAddr;
 use cni_common::netlink::MTU_RANGE;
 use cni_common::node_policy::{self, NodePolicy};
 use cni_common::skel::Request;
-use cni_common::{Error, Result};
+use cni_common::{Code, Error, Result};
 use ovsdb::Endpoint;
 use serde::Deserialize;
 use serde_json::Value;
@@ -198,15 +198,22 @@ fn read_flat_file(path: &Path) -> Result<Option<OvsConf>> {
     let Some(text) = node_policy::read_config_file("configuration_path", path)? else {
         return Ok(None);
     };
+    // The flat file stands in for config fields: what it holds is the config's fault (7), as
+    // the fields' own errors are.
     let value: Value = serde_json::from_slice(&text).map_err(|e| {
-        Error::invalid_config(format!(
-            "configuration_path: {} is not JSON: {e}",
-            path.display()
-        ))
+        Error::classified(
+            Code::InvalidConfig,
+            format!("configuration_path: {} is not JSON", path.display()),
+            e,
+        )
     })?;
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(|e| Error::invalid_config(format!("configuration_path: {}: {e}", path.display())))
+    serde_json::from_value(value).map(Some).map_err(|e| {
+        Error::classified(
+            Code::InvalidConfig,
+            format!("configuration_path: {}", path.display()),
+            e,
+        )
+    })
 }
 
 /// Everything ADD and CHECK need, validated before anything is changed.

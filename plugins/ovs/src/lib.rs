@@ -24,7 +24,7 @@ use cni_common::netlink::{Link, Netlink};
 use cni_common::result::{CniResult, Interface};
 use cni_common::skel::{Plugin, Request};
 use cni_common::version::ResultFormat;
-use cni_common::{Code, Error, Result, Rollback, Teardown};
+use cni_common::{Code, Context, Error, Result, Rollback, Teardown};
 use ovsdb::{Client, Endpoint};
 
 use crate::arp::PacketSocket;
@@ -289,13 +289,15 @@ impl Plugin for Ovs {
                 }
             }
         }
-        ipam::check_iface(&ctr_nl, ctr.index, pos, prev).map_err(|e| mismatch(e.msg()))
+        // Every failure of it is a host one (100), as a mismatch is.
+        ipam::check_iface(&ctr_nl, ctr.index, pos, prev).context("CHECK")
     }
 
     /// Ready when OVSDB answers and the configured bridge exists; then asks IPAM.
     fn status(&self, req: &Request<OvsConf>) -> Result<()> {
         let conf = config::load(&req.conf)?;
         let endpoint = conf.endpoint()?;
+        // Whatever kept OVSDB from answering, STATUS says the spec's "cannot serve ADD" (50).
         let unavailable = |e: Error| Error::new(Code::NotAvailable, e.msg());
         let mut ovs = connect(&endpoint).map_err(unavailable)?;
         if let Some(bridge) = conf.bridge.as_deref().filter(|b| !b.is_empty()) {

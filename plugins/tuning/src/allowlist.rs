@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use cni_common::{Context, Error, Result};
+use cni_common::{Code, Context, Error, Result};
 use regex_lite::Regex;
 
 pub const ALLOWLIST_PATH: &str = "/etc/cni/tuning/allowlist.conf";
@@ -39,8 +39,11 @@ impl Allowlist {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())
+            // A broken allowlist refuses the config it was to check: code 7, as its refusals.
             .map(|l| {
-                Regex::new(l).map_err(|e| Error::invalid_config(format!("pattern {l:?}: {e}")))
+                Regex::new(l).map_err(|e| {
+                    Error::classified(Code::InvalidConfig, format!("pattern {l:?}"), e)
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Allowlist {

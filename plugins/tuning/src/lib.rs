@@ -225,10 +225,12 @@ impl Plugin for Tuning {
                 existing.display()
             ))),
         };
+        // What ADD could not save in it makes the plugin unable to serve ADD (50).
         writable.map_err(|e| {
-            Error::new(
+            Error::classified(
                 Code::NotAvailable,
-                format!("state directory {} is not writable: {e}", dir.display()),
+                format!("state directory {} is not writable", dir.display()),
+                e,
             )
         })
     }

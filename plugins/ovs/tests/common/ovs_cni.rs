@@ -117,7 +117,7 @@ pub fn del(node: &OvsNode, container_id: &str, netns: &str) -> Result<(), String
     let Ok(text) = std::fs::read(&path).or_else(|_| std::fs::read(&old)) else {
         return Ok(());
     };
-    let cache: Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+    let cache: Value = serde_json::from_slice(&text).expect("a cache file is JSON");
     let bridge = cache["Netconf"]["bridge"]
         .as_str()
         .ok_or("no bridge in the cache")?
@@ -253,7 +253,7 @@ fn random_veth_name() -> String {
 pub fn check(node: &OvsNode, pod: &Pod, conf: &Value) -> Result<(), String> {
     let text = std::fs::read(node.cache_file(&pod.container_id, false))
         .map_err(|e| format!("error reading cached NetConf: {e}"))?;
-    let cache: Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+    let cache: Value = serde_json::from_slice(&text).expect("a cache file is JSON");
     let cached = &cache["Netconf"];
     let text_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
     for (key, want) in [
