@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::args::CniArgs;
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Context, ContextAs, Error, Result};
 use crate::mac::MacAddr;
 use crate::netlink::MTU_RANGE;
 use crate::result::Dns;
@@ -135,9 +135,8 @@ impl<T> NetConf<T> {
             .map(|v| {
                 // A value the runtime passed under a key the plugin knows: of the wrong type,
                 // the config is invalid (7), not undecodable (6).
-                serde_json::from_value(v.clone()).map_err(|e| {
-                    Error::classified(Code::InvalidConfig, format!("args.cni.{key}"), e)
-                })
+                serde_json::from_value(v.clone())
+                    .with_context_as(Code::InvalidConfig, || format!("args.cni.{key}"))
             })
             .transpose()
     }

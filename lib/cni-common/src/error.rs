@@ -297,6 +297,37 @@ impl Error {
 // `.context(..)` and `.with_context(|| ..)` on every Result whose error converts into ours.
 error_context::context_trait!(Error, Error::wrap);
 
+/// `.context_as(code, ..)` on a `Result`: what was being done, for a step whose failure takes
+/// another CNI code than its cause converts to (our own result that does not encode is a
+/// plugin failure, 100, not undecodable input, 6). The error is [`Error::classified`].
+pub trait ContextAs<T> {
+    fn context_as<C: fmt::Display>(self, code: Code, context: C) -> Result<T>;
+
+    /// As [`ContextAs::context_as`], with a context only built on an error.
+    fn with_context_as<C: fmt::Display, F: FnOnce() -> C>(
+        self,
+        code: Code,
+        context: F,
+    ) -> Result<T>;
+}
+
+impl<T, E> ContextAs<T> for std::result::Result<T, E>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn context_as<C: fmt::Display>(self, code: Code, context: C) -> Result<T> {
+        self.map_err(|e| Error::classified(code, context, e))
+    }
+
+    fn with_context_as<C: fmt::Display, F: FnOnce() -> C>(
+        self,
+        code: Code,
+        context: F,
+    ) -> Result<T> {
+        self.map_err(|e| Error::classified(code, context(), e))
+    }
+}
+
 /// An error and its causes on one line, for a plugin whose library's error becomes a `msg`:
 /// the workspace's one renderer, here so that plugins need no dependency of their own on it.
 pub use error_context::report;

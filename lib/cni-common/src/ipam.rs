@@ -13,7 +13,7 @@ use std::process::{Command as Process, Stdio};
 use serde_json::Value;
 
 use crate::env::CmdArgs;
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Context, ContextAs, Error, Result};
 use crate::netlink::{Netlink, NewRoute};
 use crate::node_policy::{NodePolicy, HOST_LOCAL_LEASE_DIR};
 use crate::result::CniResult;
@@ -59,8 +59,8 @@ fn run_delegate(binary: &Path, verb: Command, cmd: &CmdArgs, stdin: &[u8]) -> Re
         .collect::<Vec<_>>()
         .join(";");
     // CNI_PATH is the runtime's: a directory it cannot hold is a bad environment (4).
-    let cni_path = std::env::join_paths(&cmd.path)
-        .map_err(|e| Error::classified(Code::InvalidEnvironment, "CNI_PATH", e))?;
+    let cni_path =
+        std::env::join_paths(&cmd.path).context_as(Code::InvalidEnvironment, "CNI_PATH")?;
     let mut child = Process::new(binary)
         .env("CNI_COMMAND", verb.as_str())
         .env("CNI_CONTAINERID", &cmd.container_id)

@@ -27,6 +27,6 @@ pub mod teardown;
 pub mod version;
 pub mod vlan;
 
-pub use error::{report, Code, Context, Error, Result};
+pub use error::{report, Code, Context, ContextAs, Error, Result};
 pub use rollback::Rollback;
 pub use teardown::Teardown;

@@ -13,7 +13,7 @@ use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Context, ContextAs, Error, Result};
 use crate::version::{ResultFormat, SpecVersion};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,7 +175,7 @@ impl CniResult {
         }
         // Our own result that does not encode is a failure of the plugin (100), not JSON it was
         // given (6).
-        .map_err(|e| Error::classified(Code::System, "encoding result", e))?;
+        .context_as(Code::System, "encoding result")?;
         if let Value::Object(map) = &mut value {
             map.insert("cniVersion".into(), json!(version.as_str()));
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Context, ContextAs, Error, Result};
 
 /// `<containerID>_<ifname>.json`, the Go tuning plugin's naming for its backup files.
 /// The suffix of a state file moved aside by [`StateDir::set_aside`].
@@ -60,7 +60,7 @@ impl StateDir {
         // A value that does not encode fails the write as the write's own failures do (5): it
         // is no JSON the plugin was given (6).
         let data = serde_json::to_vec(value)
-            .map_err(|e| Error::classified(Code::Io, format!("encoding state {name}"), e))?;
+            .with_context_as(Code::Io, || format!("encoding state {name}"))?;
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -14,7 +14,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use cni_common::config::NetConf;
-use cni_common::{Code, Error, Result};
+use cni_common::{Code, ContextAs, Error, Result};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -171,8 +171,8 @@ pub fn write(key: &str, entry: &CachedNetConf) -> Result<PathBuf> {
         .create(&dir)
         .map_err(|e| cache_failed("creating", &dir, e))?;
     // As the cache's other failures (100): no JSON the plugin was given (6).
-    let bytes = serde_json::to_vec(entry)
-        .map_err(|e| Error::classified(Code::System, "encoding ovs-cni's cache entry", e))?;
+    let bytes =
+        serde_json::to_vec(entry).context_as(Code::System, "encoding ovs-cni's cache entry")?;
     let path = dir.join(key);
     let temp = dir.join(format!(".{key}.tmp"));
     let written = (|| {

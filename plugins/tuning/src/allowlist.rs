@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use cni_common::{Code, Context, Error, Result};
+use cni_common::{Code, Context, ContextAs, Error, Result};
 use regex_lite::Regex;
 
 pub const ALLOWLIST_PATH: &str = "/etc/cni/tuning/allowlist.conf";
@@ -41,9 +41,7 @@ impl Allowlist {
             .filter(|l| !l.is_empty())
             // A broken allowlist refuses the config it was to check: code 7, as its refusals.
             .map(|l| {
-                Regex::new(l).map_err(|e| {
-                    Error::classified(Code::InvalidConfig, format!("pattern {l:?}"), e)
-                })
+                Regex::new(l).with_context_as(Code::InvalidConfig, || format!("pattern {l:?}"))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Allowlist {

@@ -14,7 +14,7 @@ use cni_common::result::CniResult;
 use cni_common::skel::{Plugin, Request};
 use cni_common::state::{attachment_file_name, StateDir, UNREADABLE};
 use cni_common::sysctl::{sysctl_read, sysctl_write};
-use cni_common::{Code, Context, Error, Result, Rollback, Teardown};
+use cni_common::{Code, Context, ContextAs, Error, Result, Rollback, Teardown};
 
 use crate::allowlist::{Allowlist, ALLOWLIST_PATH};
 use crate::backup::Backup;
@@ -226,12 +226,8 @@ impl Plugin for Tuning {
             ))),
         };
         // What ADD could not save in it makes the plugin unable to serve ADD (50).
-        writable.map_err(|e| {
-            Error::classified(
-                Code::NotAvailable,
-                format!("state directory {} is not writable", dir.display()),
-                e,
-            )
+        writable.with_context_as(Code::NotAvailable, || {
+            format!("state directory {} is not writable", dir.display())
         })
     }
 

@@ -15,7 +15,7 @@ use netlink_sys::protocols::NETLINK_ROUTE;
 use netlink_sys::Socket;
 
 use super::{align, Link, NlError, RECV_BUF};
-use crate::error::{Code, Context, Error, Result};
+use crate::error::{Code, Context, ContextAs, Result};
 use crate::netns::NetNs;
 
 /// RTNLGRP_LINK: RTM_NEWLINK and RTM_DELLINK of every link in the namespace.
@@ -77,7 +77,7 @@ impl LinkEvents {
         // As the socket's other failures: a host failure (100), without the errno.
         self.socket
             .set_non_blocking(on)
-            .map_err(|e| Error::classified(Code::System, "netlink socket: O_NONBLOCK", e))
+            .context_as(Code::System, "netlink socket: O_NONBLOCK")
     }
 
     /// Reads one datagram of notifications, waiting for one unless non-blocking. Bridge port
