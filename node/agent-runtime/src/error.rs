@@ -18,10 +18,6 @@ pub enum Error {
     #[error(transparent)]
     Cni(#[from] cni_common::Error),
 
-    /// A fact that stops the command.
-    #[error("{0}")]
-    Message(String),
-
     /// What was being done when `source` happened.
     #[error("{context}")]
     Chain {
@@ -34,10 +30,6 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn msg(msg: impl Into<String>) -> Error {
-        Error::Message(msg.into())
-    }
-
     /// Says what was being done when `err` happened.
     pub fn wrap(context: impl Into<String>, err: impl Into<Error>) -> Error {
         Error::Chain {

@@ -3,8 +3,8 @@
 //! ("installing bridge: creating /opt/cni/bin/.bridge.cni-installer.tmp: No space left on
 //! device (os error 28)") and exits non-zero.
 //!
-//! Files, system calls, API requests, netlink and plain facts are the shared error's
-//! (`agent_runtime::Error`, one variant here); the variants below are the node agent's own.
+//! Files, system calls, API requests and netlink are the shared error's (`agent_runtime::Error`,
+//! one variant here); the variants below are the node agent's own.
 
 use std::io;
 use std::process::ExitStatus;
@@ -45,6 +45,10 @@ pub enum Error {
     #[error(transparent)]
     Task(#[from] tokio::task::JoinError),
 
+    /// A fact that stops the command: a foreign file, a plugin not installed, ...
+    #[error("{0}")]
+    Message(String),
+
     /// The command line does not say what to do.
     #[error("{0} (node-agent help for usage)")]
     Usage(String),
@@ -61,10 +65,8 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// A fact that stops the command (a foreign file, a plugin not installed, ...), as the
-    /// shared error's message.
     pub fn msg(msg: impl Into<String>) -> Error {
-        agent_runtime::Error::msg(msg).into()
+        Error::Message(msg.into())
     }
 
     /// Says what was being done when `err` happened.

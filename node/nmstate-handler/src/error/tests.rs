@@ -18,6 +18,12 @@ fn a_failure_reads_outermost_first_on_one_line() {
 
 #[test]
 fn the_node_agents_shared_error_keeps_its_text() {
-    let shared = agent_runtime::Error::msg("locked by another handler");
-    assert_eq!(report(&Error::from(shared)), "locked by another handler");
+    let locking: std::result::Result<(), std::io::Error> =
+        Err(std::io::Error::from_raw_os_error(libc::EWOULDBLOCK));
+    let shared = agent_runtime::Context::context(locking, "locked by another handler")
+        .expect_err("an error");
+    assert_eq!(
+        report(&Error::from(shared)),
+        "locked by another handler: Resource temporarily unavailable (os error 11)"
+    );
 }
