@@ -29,8 +29,9 @@ mod serving;
 mod tls;
 mod x509;
 
+pub use crate::error::{CertError, IntervalsError};
 pub use cert_manager::run_cert_manager;
-pub use intervals::{Intervals, IntervalsError};
+pub use intervals::Intervals;
 pub use issue::{service_dns_names, service_host, Ca, ServingPair};
 pub use plan::{ca_bundle, decide, Action, Known, Plan, Snapshot};
 pub use serving::{follow_serving_secret, ServingCerts};
@@ -44,23 +45,3 @@ pub const SERVICE: &str = "kubemacpool-service";
 pub const SERVING_SECRET: &str = SERVICE;
 /// The CA's certificate and key; only the cert manager reads it.
 pub const CA_SECRET: &str = "kubemacpool-mutator-ca";
-
-#[derive(Debug, thiserror::Error)]
-pub enum CertError {
-    #[error("no PEM certificate found")]
-    NoCertificate,
-    #[error("no PEM private key found")]
-    NoKey,
-    #[error("the certificate cannot be read")]
-    BadCertificate,
-    #[error("the private key does not belong to the certificate")]
-    KeyMismatch,
-    #[error("the private key cannot be used: {0}")]
-    BadKey(String),
-    #[error("generating a certificate: {0}")]
-    Generate(#[from] rcgen::Error),
-    #[error("the certificate is not valid for {name} under the CA: {reason}")]
-    NotTrusted { name: String, reason: String },
-    #[error("TLS: {0}")]
-    Tls(#[from] tokio_rustls::rustls::Error),
-}

@@ -10,13 +10,15 @@
 //! - `collisions`: MACs used by more than one running VMI or pod, reported; `opt_mode`: which
 //!   namespaces count, from the live webhook configuration; `events`: the Warning events;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
-//! - `manager`: the manager's start and clean stop.
+//! - `manager`: the manager's start and clean stop; `error`: what both commands fail with, and
+//!   what they were doing.
 
 pub mod admission;
 pub mod certs;
 pub mod claims;
 pub mod cli;
 pub mod collisions;
+pub mod error;
 pub mod events;
 pub mod held_meta;
 pub mod held_pod;

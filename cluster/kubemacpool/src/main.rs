@@ -1,6 +1,7 @@
 use clap::Parser;
 use kubemacpool::cli::{Cli, Command};
 
+/// On a failure, anyhow's `Debug` prints the error and then each of its causes on a line.
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -18,5 +19,6 @@ fn main() -> anyhow::Result<()> {
             Command::Manager(args) => kubemacpool::manager::run(args).await,
             Command::CertManager(_) => kubemacpool::manager::run_cert_manager().await,
         }
-    })
+    })?;
+    Ok(())
 }

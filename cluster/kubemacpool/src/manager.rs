@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use http_endpoint::Authorizer;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -19,6 +18,7 @@ use tracing::{info, warn};
 use crate::certs::{self, ServingCerts};
 use crate::claims::{self, Claims};
 use crate::cli::ManagerArgs;
+use crate::error::{Context, Result};
 use crate::pool::Pool;
 use crate::range::MacRange;
 use crate::state::Shared;
@@ -29,11 +29,11 @@ const UNREADY_GRACE: Duration = Duration::from_secs(5);
 /// The Deployment the operator runs the manager in.
 const MANAGER_DEPLOYMENT: &str = "kubemacpool-mac-controller-manager";
 
-fn env(name: &str) -> anyhow::Result<String> {
+fn env(name: &str) -> Result<String> {
     std::env::var(name).with_context(|| format!("{name} is not set"))
 }
 
-pub async fn run(args: ManagerArgs) -> anyhow::Result<()> {
+pub async fn run(args: ManagerArgs) -> Result<()> {
     let namespace = env("POD_NAMESPACE")?;
     let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "kubemacpool".into());
     // Handled from the first moment: as a container's first process, a signal without a
@@ -169,7 +169,7 @@ impl Stop {
 
 /// `RANGE_START` and `RANGE_END` when set (upstream's manifests pass them), else the range
 /// ConfigMap, waited for; [`watch::follow_range`] applies its later changes.
-async fn initial_range(client: &Client, namespace: &str) -> anyhow::Result<MacRange> {
+async fn initial_range(client: &Client, namespace: &str) -> Result<MacRange> {
     if let (Ok(start), Ok(end)) = (env("RANGE_START"), env("RANGE_END")) {
         return Ok(MacRange::parse(&start, &end)?);
     }
@@ -238,7 +238,7 @@ async fn claim_first_block(shared: Arc<Shared>) {
     }
 }
 
-pub async fn run_cert_manager() -> anyhow::Result<()> {
+pub async fn run_cert_manager() -> Result<()> {
     let mut stop = Stop::install()?;
     let namespace = env("POD_NAMESPACE")?;
     let client = Client::try_default().await?;

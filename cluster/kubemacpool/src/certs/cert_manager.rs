@@ -21,6 +21,7 @@ use super::objects::secret_labels;
 use super::reconcile::{reconcile, Outcome, Settings};
 use super::x509::UnixSeconds;
 use super::{CA_SECRET, SERVING_SECRET, WEBHOOK_CONFIGURATION};
+use crate::error::{Error, Result};
 
 /// The longest sleep between two passes, whatever the next rotation point.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -74,7 +75,7 @@ pub async fn run_cert_manager(
     client: Client,
     namespace: String,
     intervals: Intervals,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     intervals.validate()?;
     let settings = Settings {
         namespace: namespace.clone(),
@@ -157,12 +158,17 @@ pub async fn run_cert_manager(
             }
             Err(e) => {
                 failures = failures.saturating_add(1);
-                warn!(error = format!("{e:#}"), "reconciling certificates");
+                warn!(
+                    error = error_context::report(&e),
+                    "reconciling certificates"
+                );
                 Duration::from_secs(2u64.saturating_pow(failures.min(6)).min(60))
             }
         };
         if watching.is_finished() {
-            anyhow::bail!("the watches of the certificates' objects ended");
+            return Err(Error::WatchEnded(
+                "watches of the certificates' objects".to_string(),
+            ));
         }
         if !pause.is_zero() {
             tokio::select! {

@@ -2,13 +2,13 @@
 //! resourceVersion it was computed from (or is a create), so of two cert managers acting on the
 //! same state one wins and the other is told to read again instead of overwriting.
 
-use anyhow::Context;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::{Api, Client};
 
 use super::WEBHOOK_CONFIGURATION;
+use crate::error::{Context, Result};
 
 /// The result of a conditional write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,16 +19,13 @@ pub(crate) enum Written {
 }
 
 pub(crate) trait Cluster {
-    async fn secret(&self, name: &str) -> anyhow::Result<Option<Secret>>;
+    async fn secret(&self, name: &str) -> Result<Option<Secret>>;
     /// The MutatingWebhookConfiguration, untyped (see `objects`).
-    async fn webhook_configuration(&self) -> anyhow::Result<Option<DynamicObject>>;
-    async fn create_secret(&self, secret: &Secret) -> anyhow::Result<Written>;
+    async fn webhook_configuration(&self) -> Result<Option<DynamicObject>>;
+    async fn create_secret(&self, secret: &Secret) -> Result<Written>;
     /// Replaces the Secret whose resourceVersion is in `secret`'s metadata.
-    async fn replace_secret(&self, secret: &Secret) -> anyhow::Result<Written>;
-    async fn replace_webhook_configuration(
-        &self,
-        config: &DynamicObject,
-    ) -> anyhow::Result<Written>;
+    async fn replace_secret(&self, secret: &Secret) -> Result<Written>;
+    async fn replace_webhook_configuration(&self, config: &DynamicObject) -> Result<Written>;
 }
 
 pub(crate) struct KubeCluster {
@@ -49,23 +46,19 @@ impl KubeCluster {
 }
 
 /// 409 is a lost race; so is 404 on a replace (the object was deleted since it was read).
-fn conflict_or<T>(
-    r: Result<T, kube::Error>,
-    replacing: bool,
-    what: &str,
-) -> anyhow::Result<Written> {
+fn conflict_or<T>(r: Result<T, kube::Error>, replacing: bool, what: &str) -> Result<Written> {
     match r {
         Ok(_) => Ok(Written::Done),
         Err(kube::Error::Api(s)) if s.code == 409 || (replacing && s.code == 404) => {
             Ok(Written::Conflict)
         }
-        Err(e) => Err(e).context(what.to_string()),
+        Err(e) => Err(e).context(what),
     }
 }
 
 impl Cluster for KubeCluster {
     /// Read by listing one name: KubeMacPool's role grants list and watch on Secrets, not get.
-    async fn secret(&self, name: &str) -> anyhow::Result<Option<Secret>> {
+    async fn secret(&self, name: &str) -> Result<Option<Secret>> {
         let found = self
             .secrets
             .list(&ListParams::default().fields(&format!("metadata.name={name}")))
@@ -74,7 +67,7 @@ impl Cluster for KubeCluster {
         Ok(found.items.into_iter().next())
     }
 
-    async fn webhook_configuration(&self) -> anyhow::Result<Option<DynamicObject>> {
+    async fn webhook_configuration(&self) -> Result<Option<DynamicObject>> {
         self.configs
             .get_opt(WEBHOOK_CONFIGURATION)
             .await
@@ -83,7 +76,7 @@ impl Cluster for KubeCluster {
             })
     }
 
-    async fn create_secret(&self, secret: &Secret) -> anyhow::Result<Written> {
+    async fn create_secret(&self, secret: &Secret) -> Result<Written> {
         let name = secret.metadata.name.clone().unwrap_or_default();
         conflict_or(
             self.secrets.create(&PostParams::default(), secret).await,
@@ -92,7 +85,7 @@ impl Cluster for KubeCluster {
         )
     }
 
-    async fn replace_secret(&self, secret: &Secret) -> anyhow::Result<Written> {
+    async fn replace_secret(&self, secret: &Secret) -> Result<Written> {
         let name = secret.metadata.name.clone().unwrap_or_default();
         conflict_or(
             self.secrets
@@ -103,10 +96,7 @@ impl Cluster for KubeCluster {
         )
     }
 
-    async fn replace_webhook_configuration(
-        &self,
-        config: &DynamicObject,
-    ) -> anyhow::Result<Written> {
+    async fn replace_webhook_configuration(&self, config: &DynamicObject) -> Result<Written> {
         conflict_or(
             self.configs
                 .replace(WEBHOOK_CONFIGURATION, &PostParams::default(), config)

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use net_types::{parse_go_duration, GoDurationError};
+use net_types::parse_go_duration;
+
+use crate::error::IntervalsError;
 
 pub const CA_ROTATE_INTERVAL: &str = "CA_ROTATE_INTERVAL";
 pub const CA_OVERLAP_INTERVAL: &str = "CA_OVERLAP_INTERVAL";
@@ -35,30 +37,10 @@ impl Default for Intervals {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum IntervalsError {
-    #[error("{name}: {source}")]
-    Unparsable {
-        name: &'static str,
-        source: GoDurationError,
-    },
-    #[error("{0} must be longer than zero")]
-    Zero(&'static str),
-    #[error("{overlap} ({overlap_value:?}) must be shorter than {rotate} ({rotate_value:?})")]
-    OverlapTooLong {
-        overlap: &'static str,
-        overlap_value: Duration,
-        rotate: &'static str,
-        rotate_value: Duration,
-    },
-    #[error("{CERT_ROTATE_INTERVAL} ({0:?}) must not be longer than {CA_ROTATE_INTERVAL} ({1:?})")]
-    CertOutlivesCa(Duration, Duration),
-}
-
 impl Intervals {
     /// Reads the four variables; one that is unset or empty keeps its default.
-    pub fn from_env() -> anyhow::Result<Intervals> {
-        Ok(Self::from_lookup(|name| std::env::var(name).ok())?)
+    pub fn from_env() -> Result<Intervals, IntervalsError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     pub fn from_lookup(

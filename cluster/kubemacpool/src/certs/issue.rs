@@ -173,11 +173,9 @@ impl Ca {
 /// A new RSA-2048 key, the CA key upstream's cert manager makes and the only kind it reads.
 fn rsa_key() -> Result<KeyPair, CertError> {
     use rsa::pkcs8::EncodePrivateKey;
-    let bad = |e: String| CertError::BadKey(e);
-    let key =
-        rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).map_err(|e| bad(e.to_string()))?;
-    let der = key.to_pkcs8_der().map_err(|e| bad(e.to_string()))?;
-    KeyPair::try_from(der.as_bytes()).map_err(|e| bad(e.to_string()))
+    let key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).map_err(CertError::bad_key)?;
+    let der = key.to_pkcs8_der().map_err(CertError::bad_key)?;
+    KeyPair::try_from(der.as_bytes()).map_err(CertError::bad_key)
 }
 
 /// A PEM private key: PKCS#8, or PKCS#1 RSA (`RSA PRIVATE KEY`, upstream's encoding), turned
@@ -185,13 +183,12 @@ fn rsa_key() -> Result<KeyPair, CertError> {
 fn read_key(pem_text: &str) -> Result<KeyPair, CertError> {
     use rsa::pkcs1::DecodeRsaPrivateKey;
     use rsa::pkcs8::EncodePrivateKey;
-    let bad = |e: String| CertError::BadKey(e);
     if pem_text.contains("-----BEGIN RSA PRIVATE KEY-----") {
-        let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem_text).map_err(|e| bad(e.to_string()))?;
-        let der = key.to_pkcs8_der().map_err(|e| bad(e.to_string()))?;
-        return KeyPair::try_from(der.as_bytes()).map_err(|e| bad(e.to_string()));
+        let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem_text).map_err(CertError::bad_key)?;
+        let der = key.to_pkcs8_der().map_err(CertError::bad_key)?;
+        return KeyPair::try_from(der.as_bytes()).map_err(CertError::bad_key);
     }
-    KeyPair::from_pem(pem_text).map_err(|e| bad(e.to_string()))
+    KeyPair::from_pem(pem_text).map_err(CertError::bad_key)
 }
 
 pub(crate) fn first_certificate(cert_pem: &[u8]) -> Result<CertificateDer<'static>, CertError> {
@@ -229,26 +226,23 @@ pub fn verify_serving(
     now: UnixSeconds,
 ) -> Result<(), CertError> {
     let host = service_host(namespace);
-    let not_trusted = |reason: String| CertError::NotTrusted {
-        name: host.clone(),
-        reason,
-    };
     let mut roots = RootCertStore::empty();
     roots
         .add(ca.clone().into_owned())
-        .map_err(|e| not_trusted(format!("the CA cannot be a trust anchor: {e}")))?;
+        .map_err(CertError::NotAnAnchor)
+        .map_err(CertError::not_trusted(&host))?;
     let verifier = WebPkiServerVerifier::builder_with_provider(
         Arc::new(roots),
         Arc::new(ring::default_provider()),
     )
     .build()
-    .map_err(|e| not_trusted(e.to_string()))?;
-    let name = ServerName::try_from(host.clone()).map_err(|e| not_trusted(e.to_string()))?;
+    .map_err(CertError::not_trusted(&host))?;
+    let name = ServerName::try_from(host.clone()).map_err(CertError::not_trusted(&host))?;
     let at = UnixTime::since_unix_epoch(Duration::from_secs(now.max(0) as u64));
     verifier
         .verify_server_cert(cert, &[], &name, &[], at)
         .map(|_| ())
-        .map_err(|e| not_trusted(e.to_string()))
+        .map_err(CertError::not_trusted(&host))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use error_context::report;
 use k8s_openapi::api::core::v1::Secret;
 use tracing::info;
 
@@ -19,6 +20,7 @@ use super::plan::{ca_bundle, decide, Action, Known, Snapshot};
 use super::serving::certified_key;
 use super::x509::{self, UnixSeconds, Validity};
 use super::{CertError, CA_SECRET, SERVING_SECRET, WEBHOOK_CONFIGURATION};
+use crate::error::Result;
 
 /// What the cert manager is told about its cluster.
 pub struct Settings {
@@ -58,7 +60,7 @@ async fn put_secret<C: Cluster>(
     cluster: &C,
     previous: Option<&Secret>,
     next: &Secret,
-) -> anyhow::Result<Written> {
+) -> Result<Written> {
     match previous {
         Some(_) => cluster.replace_secret(next).await,
         None => cluster.create_secret(next).await,
@@ -69,7 +71,7 @@ pub async fn reconcile<C: Cluster>(
     cluster: &C,
     settings: &Settings,
     now: UnixSeconds,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     let Some(config) = cluster.webhook_configuration().await? else {
         return Ok(Outcome::NoWebhookConfiguration);
     };
@@ -82,12 +84,12 @@ pub async fn reconcile<C: Cluster>(
     let mut problems = Vec::new();
     let ca = ca_secret.as_ref().and_then(|s| {
         read_ca(s)
-            .map_err(|e| problems.push(format!("{CA_SECRET}: {e}")))
+            .inspect_err(|e| problems.push(format!("{CA_SECRET}: {}", report(e))))
             .ok()
     });
     let serving = match (&ca, serving_secret.as_ref().and_then(serving_pem)) {
         (Some(ca), Some((cert, key))) => check_serving(ca, cert, key, ns, now)
-            .map_err(|e| problems.push(format!("{SERVING_SECRET}: {e}")))
+            .inspect_err(|e| problems.push(format!("{SERVING_SECRET}: {}", report(e))))
             .ok(),
         _ => None,
     };
@@ -167,7 +169,7 @@ pub async fn reconcile<C: Cluster>(
     }
 }
 
-fn written(result: Written, action: Action) -> anyhow::Result<Outcome> {
+fn written(result: Written, action: Action) -> Result<Outcome> {
     Ok(match result {
         Written::Done => Outcome::Changed(action),
         Written::Conflict => Outcome::Conflict,

@@ -18,6 +18,7 @@ use tracing::{info, warn};
 use super::issue::first_certificate;
 use super::objects::serving_pem;
 use super::{CertError, SERVING_SECRET};
+use crate::error::{Error, Result};
 
 /// The certificate the webhook server presents; shared with the TLS config as its resolver.
 #[derive(Default)]
@@ -41,7 +42,7 @@ pub(crate) fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Certified
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|_| CertError::NoKey)?;
     CertifiedKey::from_der(vec![leaf], key, &ring::default_provider()).map_err(|e| match e {
         tokio_rustls::rustls::Error::InconsistentKeys(_) => CertError::KeyMismatch,
-        other => CertError::BadKey(other.to_string()),
+        other => CertError::bad_key(other),
     })
 }
 
@@ -110,7 +111,7 @@ pub async fn follow_serving_secret(
     client: Client,
     namespace: String,
     certs: Arc<ServingCerts>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client, &namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={SERVING_SECRET}"));
     let mut events = watcher(api, config).default_backoff().boxed();
@@ -125,7 +126,11 @@ pub async fn follow_serving_secret(
                 "the serving Secret was deleted; serving the last certificate until a new one"
             ),
             Ok(Some(Event::Init | Event::InitDone)) => {}
-            Ok(None) => anyhow::bail!("the watch of Secret {SERVING_SECRET} ended"),
+            Ok(None) => {
+                return Err(Error::WatchEnded(format!(
+                    "watch of Secret {SERVING_SECRET}"
+                )))
+            }
             Err(e) => warn!(secret = SERVING_SECRET, error = %e, "watching the serving Secret"),
         }
     }

@@ -17,6 +17,7 @@ use tokio_rustls::rustls::{ServerConfig, SupportedCipherSuite, SupportedProtocol
 use tracing::warn;
 
 use super::serving::ServingCerts;
+use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsVersions {
@@ -26,17 +27,18 @@ pub enum TlsVersions {
 
 impl TlsVersions {
     /// Go's `tls.VersionName`-style value of `--tls-min-version`; absent or empty means 1.2.
-    pub fn from_flag(min: Option<&str>) -> anyhow::Result<TlsVersions> {
+    pub fn from_flag(min: Option<&str>) -> Result<TlsVersions> {
         match min.map(str::trim).unwrap_or_default() {
             "" | "VersionTLS12" => Ok(TlsVersions::Tls12AndUp),
             v @ ("VersionTLS10" | "VersionTLS11") => {
-                warn!(min_tls_version = v, "TLS below 1.2 is not offered; serving 1.2 and up");
+                warn!(
+                    min_tls_version = v,
+                    "TLS below 1.2 is not offered; serving 1.2 and up"
+                );
                 Ok(TlsVersions::Tls12AndUp)
             }
             "VersionTLS13" => Ok(TlsVersions::Tls13Only),
-            other => anyhow::bail!(
-                "invalid --tls-min-version {other:?}: expected VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13"
-            ),
+            other => Err(Error::TlsMinVersion(other.to_string())),
         }
     }
 
@@ -106,7 +108,7 @@ pub fn server_config(
     certs: Arc<ServingCerts>,
     min_tls: Option<&str>,
     cipher_suites: Option<&str>,
-) -> anyhow::Result<ServerConfig> {
+) -> Result<ServerConfig> {
     let versions = TlsVersions::from_flag(min_tls)?;
     let mut provider = ring::default_provider();
     if let Some(names) = cipher_suites.filter(|n| !n.trim().is_empty()) {

@@ -85,7 +85,7 @@ pub async fn follow_vms(client: Client, shared: Arc<Shared>) {
 /// that comes second is refused or finds nothing to remove.
 async fn remove_legacy_finalizer(client: Client, namespace: String, name: String) {
     let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &vm_resource());
-    let removed: anyhow::Result<bool> = async {
+    let removed: crate::error::Result<bool> = async {
         let stored = serde_json::to_value(api.get(&name).await?)?;
         let Some(patch) = vm::legacy_finalizer_removal(&stored) else {
             return Ok(false);
@@ -100,6 +100,11 @@ async fn remove_legacy_finalizer(client: Client, namespace: String, name: String
             info!(%namespace, %name, "removed the legacy finalizer {}", vm::LEGACY_FINALIZER)
         }
         Ok(false) => {}
-        Err(e) => warn!(error = %e, %namespace, %name, "removing the legacy finalizer"),
+        Err(e) => warn!(
+            error = %error_context::report(&e),
+            %namespace,
+            %name,
+            "removing the legacy finalizer"
+        ),
     }
 }

@@ -75,6 +75,37 @@ fn an_expired_serving_cert_does_not_verify() {
 }
 
 #[test]
+fn a_refused_serving_cert_names_the_host_and_says_why_once() {
+    let ca = Ca::generate(NOW, days(365)).expect("ca");
+    let pair = ca.issue_serving("ns", NOW, days(1)).expect("cert");
+    let later = NOW + 2 * DAY as i64;
+    let e = verify_serving(&pair.cert_der, ca.cert_der(), "ns", later).expect_err("expired");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(
+            "the certificate is not valid for kubemacpool-service.ns.svc under the CA: "
+        ),
+        "{text}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
+    assert_eq!(error_context::report(&e), text);
+}
+
+#[test]
+fn an_unreadable_key_says_why_once() {
+    let ca = Ca::generate(NOW, days(365)).expect("ca");
+    let key = "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n";
+    let e = Ca::from_pem(ca.cert_pem().as_bytes(), key.as_bytes()).expect_err("unreadable");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("the private key cannot be used: "),
+        "{text}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
+    assert_eq!(error_context::report(&e), text);
+}
+
+#[test]
 fn a_stored_ca_signs_like_a_fresh_one() {
     let ca = Ca::generate(NOW, days(365)).expect("ca");
     let stored =

@@ -100,15 +100,15 @@ impl FakeCluster {
 }
 
 impl Cluster for FakeCluster {
-    async fn secret(&self, name: &str) -> anyhow::Result<Option<Secret>> {
+    async fn secret(&self, name: &str) -> Result<Option<Secret>> {
         Ok(self.state().secrets.get(name).cloned())
     }
 
-    async fn webhook_configuration(&self) -> anyhow::Result<Option<DynamicObject>> {
+    async fn webhook_configuration(&self) -> Result<Option<DynamicObject>> {
         Ok(self.state().config.clone())
     }
 
-    async fn create_secret(&self, secret: &Secret) -> anyhow::Result<Written> {
+    async fn create_secret(&self, secret: &Secret) -> Result<Written> {
         let mut state = self.state();
         let name = secret.metadata.name.clone().expect("name");
         if state.secrets.contains_key(&name) {
@@ -123,7 +123,7 @@ impl Cluster for FakeCluster {
         Ok(Written::Done)
     }
 
-    async fn replace_secret(&self, secret: &Secret) -> anyhow::Result<Written> {
+    async fn replace_secret(&self, secret: &Secret) -> Result<Written> {
         let mut state = self.state();
         let name = secret.metadata.name.clone().expect("name");
         let current = state
@@ -142,10 +142,7 @@ impl Cluster for FakeCluster {
         Ok(Written::Done)
     }
 
-    async fn replace_webhook_configuration(
-        &self,
-        config: &DynamicObject,
-    ) -> anyhow::Result<Written> {
+    async fn replace_webhook_configuration(&self, config: &DynamicObject) -> Result<Written> {
         let mut state = self.state();
         let current = state
             .config
