@@ -234,6 +234,7 @@ pub fn parse_mac_prefix(s: &str) -> Result<[u8; 2]> {
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     let byte = |x: &str| {
         if x.len() == 2 {
+            // The parser's own text would only repeat that it is not hex.
             u8::from_str_radix(x, 16).map_err(|_| bad())
         } else {
             Err(bad())

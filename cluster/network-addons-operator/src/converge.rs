@@ -39,7 +39,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         let now = if apply::kind_of(object).is_ok_and(|k| k.keep) {
             read = apply::read_live(&ctx.client, object)
                 .await
-                .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
+                .map_err(Failure::because(Reason::FailedToApply))?;
             read.as_ref()
         } else {
             live.get(&id).copied()
@@ -52,7 +52,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
         }
         let (how, applied) = apply::apply(&ctx.client, object, &ctx.ours)
             .await
-            .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
+            .map_err(Failure::because(Reason::FailedToApply))?;
         log_applied(&id, how);
         out.applied += 1;
         if id.api_version == "apps/v1" {
@@ -83,7 +83,7 @@ pub async fn converge(ctx: &Ctx, desired: &Desired) -> Result<Converged, Failure
     {
         let (how, _) = apply::apply(&ctx.client, &desired.record, &ctx.ours)
             .await
-            .map_err(|e| Failure::new(Reason::FailedToApply, e.to_string()))?;
+            .map_err(Failure::because(Reason::FailedToApply))?;
         log_applied(&Identity::of(&desired.record), how);
         out.applied += 1;
     }

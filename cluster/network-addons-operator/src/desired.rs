@@ -39,6 +39,12 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// An error as the failure `reason`, its text (which carries its causes) the message:
+    /// `.map_err(Failure::because(Reason::FailedToApply))`.
+    pub fn because(reason: Reason) -> impl FnOnce(Error) -> Failure {
+        move |e| Failure::new(reason, e.to_string())
+    }
 }
 
 /// The state a spec asks for.
@@ -67,12 +73,11 @@ pub async fn desired_state(
         (ctx.prefix)(),
     )
     .await?;
-    let rendering = |e: Error| Failure::new(Reason::FailedToRender, e.to_string());
     let cluster = ClusterInfo::detect(&ctx.client, &ctx.settings.namespace)
         .await
-        .map_err(rendering)?;
-    let (objects, record) =
-        objects_for(nac, &applied, &ctx.settings, &cluster, Some(owner)).map_err(rendering)?;
+        .map_err(Failure::because(Reason::FailedToRender))?;
+    let (objects, record) = objects_for(nac, &applied, &ctx.settings, &cluster, Some(owner))
+        .map_err(Failure::because(Reason::FailedToRender))?;
     let record = record.ok_or_else(|| Failure::new(Reason::FailedToRender, "no applied record"))?;
     Ok(Desired {
         applied,
@@ -101,7 +106,7 @@ pub async fn applied_spec(
     }
     let previous = read_applied(client, namespace)
         .await
-        .map_err(|e| Failure::new(Reason::FailedToGetPreviousConfigSpec, e.to_string()))?;
+        .map_err(Failure::because(Reason::FailedToGetPreviousConfigSpec))?;
     let applied = fill_defaults(spec, previous.as_ref(), prefix);
     if let Some(prev) = &previous {
         let unsafe_changes = check_change_safe(prev, &applied);

@@ -50,6 +50,8 @@ pub async fn diff(
 ) -> Result<Vec<(Identity, Change)>> {
     let (_, applied) = applied_spec(client, &settings.namespace, &cr.spec, prefix)
         .await
+        // Whatever its reason, the refusal is why there is nothing to compare; it reads as
+        // `render` words an invalid spec.
         .map_err(|f| Error::InvalidConfig(f.message))?;
     let cluster = ClusterInfo::detect(client, &settings.namespace).await?;
     let live_config = Api::<NetworkAddonsConfig>::all(client.clone())

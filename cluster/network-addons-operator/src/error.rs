@@ -32,6 +32,9 @@ pub enum Error {
     /// Files, stdout, the metrics socket, the runtime.
     #[error("{}", describe(.0))]
     Io(#[from] std::io::Error),
+    /// The metrics endpoint's self-signed certificate could not be made.
+    #[error("{}", describe(.0))]
+    Tls(#[from] http_endpoint::tls::TlsError),
     /// A NetworkAddonsConfig the operator refuses: it fails validation, or changes what cannot
     /// be changed in place.
     #[error("{0}")]
@@ -63,7 +66,8 @@ error_context::context_trait!(Error, Error::wrap);
 
 /// One line describing `e`: for an error the API server answered, its message (`Service "x" is
 /// invalid: spec.ports[0].protocol: Required value`), or its reason and code when it sent no
-/// message; for any other error, its text and those of its causes, each once.
+/// message; for any other error, its text and those of its causes, each once
+/// ([`error_context::report`]).
 pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     // Ours already carries its causes' text.
     if let Some(ours) = e.downcast_ref::<Error>() {
@@ -72,17 +76,7 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(kube::Error::Api(status)) = e.downcast_ref::<kube::Error>() {
         return api_message(status);
     }
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !more.is_empty() && !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    one_line(&text)
+    error_context::report(e)
 }
 
 /// The server's message, else its reason and code.

@@ -148,8 +148,7 @@ pub async fn serve(
 
 /// The endpoint's TLS configuration: a self-signed certificate for the pod's names.
 pub fn self_signed_tls() -> Result<ServerConfig> {
-    let made = http_endpoint::self_signed(&http_endpoint::tls::local_names())
-        .map_err(|e| Error::other(e.to_string()))?;
+    let made = http_endpoint::self_signed(&http_endpoint::tls::local_names())?;
     Ok(made.config)
 }
 

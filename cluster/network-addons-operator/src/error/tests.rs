@@ -64,6 +64,6 @@ fn other_errors_read_as_their_text_and_causes_on_one_line() {
     let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection\nrefused");
     let text = Error::wrap("connect", io).to_string();
     assert_eq!(text, "connect: connection refused");
-    let json = serde_json::from_str::<u8>("x").map_err(|e| Error::wrap("parse", e));
+    let json = serde_json::from_str::<u8>("x").context("parse");
     assert!(json.is_err_and(|e| !e.to_string().contains('\n')));
 }
