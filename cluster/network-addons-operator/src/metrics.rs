@@ -18,7 +18,7 @@ use http::StatusCode;
 use http_endpoint::{Authorizer, Reply, ServerConfig};
 use tokio::net::TcpListener;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 
 /// The default address of the endpoint: every interface (the kubelet probes the pod's IP).
 pub const DEFAULT_ADDRESS: &str = ":8080";
@@ -120,9 +120,7 @@ impl State {
 }
 
 /// `:8080` (every interface), `127.0.0.1:8080` or `[::1]:8080` as a socket address.
-pub fn parse_address(s: &str) -> Result<SocketAddr> {
-    http_endpoint::parse_address(s).map_err(Error::other)
-}
+pub use http_endpoint::parse_address;
 
 /// Listens on `address`.
 pub async fn bind(address: SocketAddr) -> Result<TcpListener> {

@@ -78,13 +78,6 @@ pub fn parse_address(s: &str) -> Result<SocketAddr, InvalidAddress> {
 #[error("{0:?} is not an address (e.g. :8080 or 127.0.0.1:8080)")]
 pub struct InvalidAddress(String);
 
-/// For a caller whose errors hold a message only.
-impl From<InvalidAddress> for String {
-    fn from(e: InvalidAddress) -> String {
-        e.to_string()
-    }
-}
-
 /// The names of the samples in Prometheus text `text` that no `# TYPE` line declared before them:
 /// none in a well-formed exposition.
 pub fn undeclared_samples(text: &str) -> Vec<String> {
