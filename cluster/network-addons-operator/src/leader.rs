@@ -19,11 +19,13 @@ use crate::settings::Settings;
 /// The Lease the replicas elect their leader on.
 pub const LEASE: &str = OPERATOR_NAME;
 /// How long a Lease holds after its last renewal, in seconds: the longest a follower waits
-/// for a leader that is gone.
-pub const DURATION: u64 = 10;
-/// How long before the Lease expires its holder renews it (the clock skew tolerated between
-/// nodes), in seconds.
-const GRACE: u64 = 3;
+/// for a leader that is gone (client-go's default).
+pub const DURATION: u64 = 15;
+/// How long before the Lease expires its holder renews it, in seconds: a leader whose renewal
+/// is slow (a busy API server, a starved node) keeps the Lease for this long, as client-go's
+/// renew deadline of 10 s does. A margin of seconds lost it to the other replica on a busy
+/// test cluster, and a lost Lease costs a restart.
+const GRACE: u64 = 10;
 
 /// Runs `lead` once this replica holds the Lease, until it ends or the Lease is lost; returns
 /// without leading when SIGTERM or Ctrl-C comes first.
