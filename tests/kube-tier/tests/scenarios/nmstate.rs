@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use kube_tier::daemon::wait_for;
 use kube_tier::node::Node;
 
-use crate::scenarios::control_loop::{lease, operator_writes, without_leases};
+use crate::scenarios::control_loop::{lease, operator_writes, wait_operator_quiet, without_leases};
 use crate::scenarios::operator::reset;
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
 

@@ -1,6 +1,8 @@
 //! The handler over time: an idle cluster writes nothing, removing `nmstate` keeps the CRDs
 //! and the policies, and the walkthrough's policy is available in seconds.
 
+use kube_tier::cluster::condition_status;
+
 use super::*;
 
 /// An idle cluster writes nothing but the operator's Lease renewals: the operator writes no
@@ -22,8 +24,20 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
                 .to_string(),
         )
     };
-    // Settled: the operator has written what this spec asks for.
-    std::thread::sleep(Duration::from_secs(5));
+    // Settled: the operator has written what this spec asks for (the removed Multus' pods gone,
+    // every handler Ready) and reports it.
+    let quiet = wait_operator_quiet(ctx, Duration::from_secs(10))?;
+    let nac = ctx.nac()?;
+    check(
+        condition_status(&nac, "Available").as_deref() == Some("True")
+            && condition_status(&nac, "Progressing").as_deref() == Some("False"),
+        || {
+            format!(
+                "the operator went quiet without reporting Available: {}",
+                nac["status"]
+            )
+        },
+    )?;
     // The operator's leader goes first: its pod's going and its successor's coming change the
     // links of the nodes they run on, which the node's state rightly shows. The operator's
     // writes are counted from before it went, so the new leader's first reconcile counts.
@@ -63,8 +77,10 @@ pub fn an_idle_cluster_writes_nothing(ctx: &mut Ctx) -> Result<()> {
     let (operator_idle, idle_leases) = without_leases(&operator_writes(ctx)?[operator_mark..]);
     let (new_leader, transitions_after) = lease(ctx)?;
     println!(
-        "    the operator idle for {}s after its leader {leader} was deleted and {new_leader} took \
-         over ({:.1}s to a new replica rolled out): {} writes ({idle_leases} Lease writes besides){}",
+        "    the operator quiet {:.1}s after the change; idle for {}s after its leader {leader} was \
+         deleted and {new_leader} took over ({:.1}s to a new replica rolled out): {} writes \
+         ({idle_leases} Lease writes besides){}",
+        quiet.as_secs_f64(),
         window.as_secs(),
         replaced.as_secs_f64(),
         operator_idle.len(),
