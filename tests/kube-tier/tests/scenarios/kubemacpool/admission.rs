@@ -1,6 +1,8 @@
 //! What the webhooks write: MACs for pods on both nodes and for VMs, refusals in upstream's
 //! words, and a range change applied without a restart.
 
+use std::time::Instant;
+
 use super::*;
 
 /// A pod on node01 and one on node02 get MACs from the range in the elements that lack one;
@@ -206,6 +208,7 @@ fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
     ];
     let outcome = cases.iter().try_for_each(|(start, end, reason)| {
         set_range(start, end)?;
+        let patched = Instant::now();
         let on = wait_for(
             &format!("{reason} events on every manager"),
             Duration::from_secs(60),
@@ -229,10 +232,7 @@ fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
                 Ok(managers.is_subset(&on).then_some(on))
             },
         )?;
-        println!(
-            "    RANGE_START {start:?}, RANGE_END {end:?}: {reason} on {} manager pods",
-            on.len()
-        );
+        let events_after = patched.elapsed();
         // The range before it still serves.
         let _ = ctx.kubectl(&["delete", "pod", "-n", RANGE_NAMESPACE, "kmp-bad-range"]);
         ctx.apply(&pod_yaml(
@@ -242,6 +242,13 @@ fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
             r#"[{"name":"br1"}]"#,
         ))?;
         let written = networks_of(ctx, "kmp-bad-range", RANGE_NAMESPACE)?;
+        println!(
+            "    RANGE_START {start:?}, RANGE_END {end:?}: {reason} on {} manager pods {:.1}s \
+             after the patch; a pod's MAC from the range before {:.1}s after it",
+            on.len(),
+            events_after.as_secs_f64(),
+            patched.elapsed().as_secs_f64()
+        );
         check(written.contains("02:31:00:00:0"), || {
             format!("with the bad range in place, a pod got {written}")
         })
@@ -255,7 +262,12 @@ fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
 /// from the new range, and no manager pod was replaced. A bad range in the ConfigMap then is
 /// an event on the managers' pods, and the range before it keeps serving.
 pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
+    let started = Instant::now();
     deploy(ctx)?;
+    println!(
+        "    KubeMacPool deployed and rolled out {:.1}s after the start",
+        started.elapsed().as_secs_f64()
+    );
     let managers = |ctx: &Ctx| -> Result<BTreeSet<String>> {
         let pods = ctx.get(&["get", "pods", "-n", NAMESPACE, "-l", "app=kubemacpool"])?;
         Ok(pods["items"]
@@ -272,6 +284,7 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
         "kubeMacPool:\n  rangeStart: \"02:31:00:00:00:00\"\n  rangeEnd: \"02:31:00:00:0f:ff\"\n",
     )?;
     opted_in_namespace(ctx, RANGE_NAMESPACE)?;
+    let changed = Instant::now();
     let outcome = (|| {
         let mac = wait_for(
             "a pod's MAC from the new range",
@@ -288,7 +301,10 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
                 Ok(written.contains("02:31:00:00:0").then_some(written))
             },
         )?;
-        println!("    after the change: {mac}");
+        println!(
+            "    {:.1}s after the change: {mac}",
+            changed.elapsed().as_secs_f64()
+        );
         let after = managers(ctx)?;
         check(before == after, || {
             format!("the managers were replaced: {before:?} then {after:?}")
