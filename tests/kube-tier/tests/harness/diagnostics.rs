@@ -52,13 +52,16 @@ fn operator_logs(ctx: &Ctx) {
             if previous {
                 args.push("--previous");
             }
-            // No previous run: nothing to print.
-            if let Ok(out) = c.kubectl(&args) {
-                println!(
-                    "    --- {pod}{run}\n    {}",
-                    out.trim_end().replace('\n', "\n    ")
-                );
-            }
+            let out = match c.kubectl(&args) {
+                Ok(out) => out,
+                // A replica that never restarted has no previous run to show.
+                Err(_) if previous => continue,
+                Err(e) => format!("no log: {e:#}"),
+            };
+            println!(
+                "    --- {pod}{run}\n    {}",
+                out.trim_end().replace('\n', "\n    ")
+            );
         }
     }
 }

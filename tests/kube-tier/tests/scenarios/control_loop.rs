@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use super::operator::{reset, APPLIED_RECORD, LINUX_BRIDGE_DS};
 use crate::{check, Ctx, NAMESPACE, OPERATOR};
-use kube_tier::daemon::wait_for;
 use kube_tier::metrics::{is_review, OPERATOR_METRICS_PORT};
 
 /// The operator's user in the audit log.
@@ -55,32 +54,32 @@ pub fn without_leases(writes: &[String]) -> (Vec<String>, usize) {
 /// Waits until the operator has written nothing but Lease renewals for `quiet`, one leader
 /// holding the Lease all along, and returns how long that took. What a config change leaves
 /// behind (the status once a removed component's pods are gone, a DaemonSet's pods turning
-/// Ready) is written by then: only an operator that keeps writing fails it.
+/// Ready) is written by then: only an operator that keeps writing fails it, after six times
+/// `quiet`. Sampled once a second: each sample reads the whole audit log.
 pub fn wait_operator_quiet(ctx: &Ctx, quiet: Duration) -> Result<Duration> {
-    let started = Instant::now();
     let state = |ctx: &Ctx| -> Result<(usize, String)> {
         let (writes, _) = without_leases(&operator_writes(ctx)?);
         Ok((writes.len(), lease(ctx)?.0))
     };
+    let started = Instant::now();
     let mut last = state(ctx)?;
     let mut since = Instant::now();
-    wait_for(
-        "the operator to write nothing but its Lease",
-        quiet * 6,
-        || {
-            let now = state(ctx)?;
-            if now != last {
-                last = now;
-                since = Instant::now();
-            }
-            Ok((since.elapsed() >= quiet).then_some(()))
-        },
-    )
-    .with_context(|| {
-        let writes = operator_writes(ctx).unwrap_or_default();
-        let (recent, _) = without_leases(&writes[writes.len().saturating_sub(40)..]);
-        format!("its last writes: {recent:?}")
-    })?;
+    while since.elapsed() < quiet {
+        if started.elapsed() >= quiet * 6 {
+            let writes = operator_writes(ctx)?;
+            let (recent, _) = without_leases(&writes[writes.len().saturating_sub(40)..]);
+            anyhow::bail!(
+                "the operator did not stop writing within {:?}; its last writes: {recent:?}",
+                quiet * 6
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let now = state(ctx)?;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
     Ok(started.elapsed())
 }
 
