@@ -386,8 +386,6 @@ fn vlans_across_ovs(ctx: &Ctx) -> Result<()> {
 /// progress for this long would be Degraded, so staying Progressing past it is the proof.
 const SHORT_PROGRESS_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Starts the operator's rollout with `PROGRESS_TIMEOUT=value`; the caller waits for it
-/// (`wait_rollout`) once it has started what can roll out beside it.
 fn set_progress_timeout(ctx: &Ctx, value: &str) -> Result<()> {
     ctx.kubectl(&[
         "set",
@@ -396,8 +394,8 @@ fn set_progress_timeout(ctx: &Ctx, value: &str) -> Result<()> {
         "-n",
         crate::NAMESPACE,
         &format!("PROGRESS_TIMEOUT={value}"),
-    ])
-    .map(drop)
+    ])?;
+    ctx.wait_rollout("deployment", crate::OPERATOR)
 }
 
 /// The node agents on every node, tainted ones included, as clusters that run them everywhere
@@ -415,11 +413,14 @@ pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> R
     check(ctx.cluster.nodes().len() >= 2, || {
         "node loss needs two nodes".into()
     })?;
+    let preparing = Instant::now();
     set_progress_timeout(ctx, &format!("{}s", SHORT_PROGRESS_TIMEOUT.as_secs()))?;
     ctx.apply_nac(EVERY_NODE_SPEC)?;
-    // The replicas with the short timeout in charge, and the config they found Available.
-    ctx.wait_rollout("deployment", crate::OPERATOR)?;
     ctx.kubectl_wait("Available", "240s")?;
+    println!(
+        "    the short progress timeout and the placement on every node: Available in {:.1}s",
+        preparing.elapsed().as_secs_f64()
+    );
     let last = ctx.cluster.nodes().len() - 1;
     let name = ctx.cluster.node(last).name().to_string();
     let result = lose_node(ctx, last, &name);
@@ -442,18 +443,15 @@ pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> R
         "    {name} back: Ready, and the config Available {:.1}s after its kubelet restarted",
         returned.elapsed().as_secs_f64()
     );
-    // The next scenarios start from the default placement and timeout, rolled out: `rollout
-    // status` alone could see the DaemonSets before the operator has re-rendered them. The
-    // operator's rollout and the DaemonSets' run side by side: whichever replica leads renders
-    // the same spec.
     let restoring = Instant::now();
     set_progress_timeout(ctx, "10m")?;
+    // The next scenarios start from the default placement, rolled out: `rollout status` alone
+    // could see the DaemonSets before the operator has re-rendered them.
     ctx.apply_nac(OWN_SPEC)?;
     for ds in [LINUX_BRIDGE_DS, OVS_DS] {
         ctx.wait_toleration(ds, &json!({"operator": "Exists"}), false)?;
         ctx.wait_rollout("daemonset", ds)?;
     }
-    ctx.wait_rollout("deployment", crate::OPERATOR)?;
     println!(
         "    the default placement and progress timeout rolled out in {:.1}s",
         restoring.elapsed().as_secs_f64()
