@@ -180,6 +180,30 @@ pub fn vms_get_macs_and_one_mac_on_two_interfaces_is_refused(ctx: &mut Ctx) -> R
 
 const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
 
+/// Creates pod `name` on `br1` in the range scenario's namespace, and returns the networks
+/// KubeMacPool's webhook wrote into it. An earlier pod of that name is force-deleted first: the
+/// namespace has no NAD, so the pod never starts, and a graceful delete would wait (up to half a
+/// minute here) for the kubelet to give up a sandbox Multus refuses.
+fn range_pod(ctx: &Ctx, name: &str) -> Result<String> {
+    ctx.kubectl(&[
+        "delete",
+        "pod",
+        name,
+        "-n",
+        RANGE_NAMESPACE,
+        "--force",
+        "--grace-period=0",
+        "--ignore-not-found",
+    ])?;
+    ctx.apply(&pod_yaml(
+        name,
+        RANGE_NAMESPACE,
+        "node01",
+        r#"[{"name":"br1"}]"#,
+    ))?;
+    networks_of(ctx, name, RANGE_NAMESPACE)
+}
+
 /// A ConfigMap edited to a range that cannot be used, as upstream reports it: a Warning event
 /// on each manager's pod (`InvalidRange` for a value that is not a MAC, `UpdateFailed` for ends
 /// out of order), which `kubectl describe pod` shows; the range before it keeps serving.
@@ -234,14 +258,7 @@ fn a_bad_range_is_an_event_on_every_manager(ctx: &Ctx) -> Result<()> {
         )?;
         let events_after = patched.elapsed();
         // The range before it still serves.
-        let _ = ctx.kubectl(&["delete", "pod", "-n", RANGE_NAMESPACE, "kmp-bad-range"]);
-        ctx.apply(&pod_yaml(
-            "kmp-bad-range",
-            RANGE_NAMESPACE,
-            "node01",
-            r#"[{"name":"br1"}]"#,
-        ))?;
-        let written = networks_of(ctx, "kmp-bad-range", RANGE_NAMESPACE)?;
+        let written = range_pod(ctx, "kmp-bad-range")?;
         println!(
             "    RANGE_START {start:?}, RANGE_END {end:?}: {reason} on {} manager pods {:.1}s \
              after the patch; a pod's MAC from the range before {:.1}s after it",
@@ -290,14 +307,7 @@ pub fn a_range_change_applies_without_a_restart(ctx: &mut Ctx) -> Result<()> {
             "a pod's MAC from the new range",
             Duration::from_secs(60),
             || {
-                let _ = ctx.kubectl(&["delete", "pod", "-n", RANGE_NAMESPACE, "kmp-new-range"]);
-                ctx.apply(&pod_yaml(
-                    "kmp-new-range",
-                    RANGE_NAMESPACE,
-                    "node01",
-                    r#"[{"name":"br1"}]"#,
-                ))?;
-                let written = networks_of(ctx, "kmp-new-range", RANGE_NAMESPACE)?;
+                let written = range_pod(ctx, "kmp-new-range")?;
                 Ok(written.contains("02:31:00:00:0").then_some(written))
             },
         )?;
