@@ -117,19 +117,26 @@ impl Ctx {
             let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
             let name = pod["metadata"]["name"].as_str().unwrap_or_default();
             if self.cluster.running_containers(index, namespace, name)? == 0 {
-                self.kubectl(&[
-                    "delete",
-                    "pod",
-                    name,
-                    "-n",
-                    namespace,
-                    "--force",
-                    "--grace-period=0",
-                    "--ignore-not-found",
-                ])?;
+                self.force_delete_pod(namespace, name)?;
             }
         }
         Ok(())
+    }
+
+    /// Removes pod `name` from the API at once (`--force --grace-period=0`), without waiting
+    /// for its kubelet, which cleans up after it; a pod already gone is no error.
+    pub fn force_delete_pod(&self, namespace: &str, name: &str) -> Result<()> {
+        self.kubectl(&[
+            "delete",
+            "pod",
+            name,
+            "-n",
+            namespace,
+            "--force",
+            "--grace-period=0",
+            "--ignore-not-found",
+        ])
+        .map(drop)
     }
 }
 

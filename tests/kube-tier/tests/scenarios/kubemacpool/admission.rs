@@ -185,16 +185,7 @@ const RANGE_CONFIG: &str = "kubemacpool-mac-range-config";
 /// namespace has no NAD, so the pod never starts, and a graceful delete would wait (up to half a
 /// minute here) for the kubelet to give up a sandbox Multus refuses.
 fn range_pod(ctx: &Ctx, name: &str) -> Result<String> {
-    ctx.kubectl(&[
-        "delete",
-        "pod",
-        name,
-        "-n",
-        RANGE_NAMESPACE,
-        "--force",
-        "--grace-period=0",
-        "--ignore-not-found",
-    ])?;
+    ctx.force_delete_pod(RANGE_NAMESPACE, name)?;
     ctx.apply(&pod_yaml(
         name,
         RANGE_NAMESPACE,

@@ -168,15 +168,7 @@ pub fn rollouts_and_a_killed_replica_fail_no_create_and_500_get_distinct_macs(
                     begun.elapsed().as_secs_f64()
                 );
                 let victim = live_managers(ctx)?.into_iter().next().unwrap_or_default();
-                ctx.kubectl(&[
-                    "delete",
-                    "pod",
-                    &victim,
-                    "-n",
-                    NAMESPACE,
-                    "--force",
-                    "--grace-period=0",
-                ])?;
+                ctx.force_delete_pod(NAMESPACE, &victim)?;
                 println!("    killed {victim}");
                 std::thread::sleep(Duration::from_secs(5));
                 ctx.wait_rollout("deployment", MANAGER)?;
