@@ -11,13 +11,14 @@
 //!   namespaces count, from the live webhook configuration; `events`: the Warning events;
 //! - `webhook`, `server`, `metrics`: the HTTPS side; `certs`: certificates and their rotation;
 //! - `manager`: the manager's start and clean stop; `error`: what both commands fail with, and
-//!   what they were doing.
+//!   what they were doing; `cli`, `entry`: the command line and the process around it.
 
 pub mod admission;
 pub mod certs;
 pub mod claims;
 pub mod cli;
 pub mod collisions;
+pub mod entry;
 pub mod error;
 pub mod events;
 pub mod held_meta;

@@ -1,5 +1,5 @@
 //! The command line: `run`, `render`, `crd` and `deploy`, parsed with clap and carried out
-//! here, so `main` only sets up logging and reports the outcome.
+//! here, so [`crate::entry`] only sets up logging and reports the outcome.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -153,17 +153,6 @@ impl Cli {
             }
         }
     }
-}
-
-/// Structured logs on stderr, at the level `RUST_LOG` sets (`info` when unset or invalid).
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }
 
 fn run(settings: Settings, address: SocketAddr) -> Result<()> {

@@ -16,6 +16,7 @@ pub mod crd;
 pub mod defaults;
 pub mod desired;
 mod diff;
+pub mod entry;
 pub mod error;
 pub mod events;
 pub mod images;

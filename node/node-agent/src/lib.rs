@@ -8,6 +8,7 @@ pub mod bridges;
 pub mod cli;
 pub mod cri;
 pub mod digest;
+pub mod entry;
 pub mod error;
 pub mod gc;
 pub mod install;

@@ -99,8 +99,8 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
     for staged in [
         "install -m 0755 \"$from/node-agent/node-agent\" \"$to/node-agent\"",
         "for p in \"${PLUGINS[@]}\"; do install -m 0755 \"$from/cni-bin/$p\" \"$to/plugins/$p\"; done",
-        "install -m 0755 \"$from/operator/network-addons-operator\" \"$to/network-addons-operator\"",
-        "install -m 0755 \"$from/operator/kubemacpool\" \"$to/kubemacpool\"",
+        "ln \"$to/node-agent\" \"$to/network-addons-operator\"",
+        "ln \"$to/node-agent\" \"$to/kubemacpool\"",
         "stage amd64 target",
         "stage arm64 target/aarch64",
     ] {
@@ -112,15 +112,13 @@ fn the_containerfile_copies_exactly_what_build_plugins_produces() {
     for checked in [
         "check_static \"$out/cni-bin/$p\"",
         "check_static \"$out/node-agent/node-agent\"",
-        "check_static \"$out/operator/network-addons-operator\"",
-        "check_static \"$out/operator/kubemacpool\"",
     ] {
         assert!(script.contains(checked), "and checks it static: {checked}");
     }
 }
 
-/// What build-plugins staged for amd64 is the image's root: `/node-agent` (and `/cni-installer`,
-/// the same file), `/plugins/<each>`, `/network-addons-operator`, `/kubemacpool`.
+/// What build-plugins staged for amd64 is the image's root: `/plugins/<each>` and the daemons'
+/// one binary as `/node-agent`, `/cni-installer`, `/network-addons-operator` and `/kubemacpool`.
 #[test]
 fn the_staged_amd64_root_holds_the_node_agent_the_plugins_and_the_operator() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/image/amd64");
@@ -141,11 +139,13 @@ fn the_staged_amd64_root_holds_the_node_agent_the_plugins_and_the_operator() {
         let m = fs::metadata(root.join(name)).expect(name);
         (m.dev(), m.ino())
     };
-    assert_eq!(
-        inode("cni-installer"),
-        inode("node-agent"),
-        "/cni-installer is a hard link to /node-agent"
-    );
+    for name in ["cni-installer", "network-addons-operator", "kubemacpool"] {
+        assert_eq!(
+            inode(name),
+            inode("node-agent"),
+            "/{name} is a hard link to /node-agent"
+        );
+    }
 }
 
 /// `/cni-installer`, the node agent's name until this release, stays in the image for one
