@@ -447,16 +447,22 @@ pub fn a_lost_node_keeps_the_config_progressing_not_degraded(ctx: &mut Ctx) -> R
     );
     let restoring = Instant::now();
     set_progress_timeout(ctx, "10m")?;
+    let mut steps = vec![format!(
+        "the operator {:.1}s",
+        restoring.elapsed().as_secs_f64()
+    )];
     // The next scenarios start from the default placement, rolled out: `rollout status` alone
     // could see the DaemonSets before the operator has re-rendered them.
     ctx.apply_nac(OWN_SPEC)?;
     for ds in [LINUX_BRIDGE_DS, OVS_DS] {
         ctx.wait_toleration(ds, &json!({"operator": "Exists"}), false)?;
         ctx.wait_rollout("daemonset", ds)?;
+        steps.push(format!("{ds} at {:.1}s", restoring.elapsed().as_secs_f64()));
     }
     println!(
-        "    the default placement and progress timeout rolled out in {:.1}s",
-        restoring.elapsed().as_secs_f64()
+        "    the default placement and progress timeout rolled out in {:.1}s ({})",
+        restoring.elapsed().as_secs_f64(),
+        steps.join(", ")
     );
     Ok(())
 }
